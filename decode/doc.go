@@ -1,0 +1,19 @@
+// Package decode turns pgoutput (logical replication protocol v1/v2) messages
+// into the bridge's own vocabulary: transaction frames, relations and row
+// changes with before and after images.
+//
+// Role in the flow: replication hands each XLogData payload to a Decoder in
+// WAL order; the Decoder returns one Message per payload. It keeps the
+// relation cache (pgoutput sends a Relation message before the first change
+// of a table in a session and again after its schema changes) and tracks
+// whether it is inside a streamed (in-progress) transaction.
+//
+// Invariants:
+//   - decode is pure: no I/O, no goroutines, no logging.
+//   - An unchanged TOAST value ('u' in pgoutput) is a Datum of kind
+//     Unchanged, never confused with NULL.
+//   - Malformed input yields an error, never a panic.
+//
+// The same Datum type carries values read by the initial copy (COPY text
+// format, see ParseCopyText), so both paths feed one value decoder in mapping.
+package decode

@@ -1,0 +1,162 @@
+package iceberg
+
+import (
+	"context"
+	dbsql "database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	icego "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	icebergio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// warehouses
+	_ "github.com/jackc/pgx/v5/stdlib"             // the "pgx" driver for a SQL catalog in Postgres
+	_ "modernc.org/sqlite"                         // the "sqlite" driver for the embedded catalog
+)
+
+// CatalogConfig says where the tables live.
+type CatalogConfig struct {
+	// Warehouse is a local directory or s3://bucket/prefix.
+	Warehouse string
+	// Catalog is empty (the embedded SQLite catalog: <warehouse>/catalog.db
+	// for a local warehouse, ./pg2iceberg-catalog.db for S3), a path to a
+	// SQLite file, a postgres:// URL (SQL catalog in Postgres) or an
+	// http(s):// REST catalog URI.
+	Catalog string
+	// Name is the catalog's name (default "pg2iceberg").
+	Name string
+	// S3Endpoint, S3Region and S3PathStyle configure S3-compatible storage.
+	// Credentials come from the AWS default chain (environment, profile).
+	S3Endpoint  string
+	S3Region    string
+	S3PathStyle bool
+}
+
+// Validate reports every problem with the configuration.
+func (c CatalogConfig) Validate() error {
+	var errs []error
+	if c.Warehouse == "" {
+		errs = append(errs, errors.New("warehouse is empty: give a directory or s3://bucket/prefix"))
+	}
+	if strings.Contains(c.Warehouse, "://") && !strings.HasPrefix(c.Warehouse, "s3://") && !strings.HasPrefix(c.Warehouse, "file://") {
+		errs = append(errs, fmt.Errorf("warehouse %q: only local directories and s3://bucket/prefix are supported", c.Warehouse))
+	}
+	return errors.Join(errs...)
+}
+
+// IsS3 reports whether the warehouse is on S3.
+func (c CatalogConfig) IsS3() bool { return strings.HasPrefix(c.Warehouse, "s3://") }
+
+// WarehouseURI returns the warehouse as a URI (file:///abs or s3://...).
+func (c CatalogConfig) WarehouseURI() (string, error) {
+	if strings.Contains(c.Warehouse, "://") {
+		return strings.TrimSuffix(c.Warehouse, "/"), nil
+	}
+	abs, err := filepath.Abs(c.Warehouse)
+	if err != nil {
+		return "", fmt.Errorf("warehouse path %q: %w", c.Warehouse, err)
+	}
+	return "file://" + abs, nil
+}
+
+// SQLitePath returns the embedded catalog's file, or "" when the catalog is
+// not the embedded one.
+func (c CatalogConfig) SQLitePath() string {
+	switch {
+	case c.Catalog == "" && c.IsS3():
+		return "pg2iceberg-catalog.db"
+	case c.Catalog == "":
+		return filepath.Join(strings.TrimPrefix(c.Warehouse, "file://"), "catalog.db")
+	case strings.Contains(c.Catalog, "://"):
+		return ""
+	default:
+		return c.Catalog
+	}
+}
+
+// IOProps returns the FileIO properties for the warehouse.
+func (c CatalogConfig) IOProps() icego.Properties {
+	p := icego.Properties{}
+	if c.S3Endpoint != "" {
+		p[icebergio.S3EndpointURL] = c.S3Endpoint
+	}
+	if c.S3Region != "" {
+		p[icebergio.S3Region] = c.S3Region
+	}
+	if c.IsS3() && !c.S3PathStyle {
+		p[icebergio.S3ForceVirtualAddressing] = "true"
+	}
+	return p
+}
+
+// OpenCatalog opens (and for SQL catalogs initialises) the catalog.
+func OpenCatalog(ctx context.Context, c CatalogConfig) (catalog.Catalog, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	name := c.Name
+	if name == "" {
+		name = "pg2iceberg"
+	}
+	wh, err := c.WarehouseURI()
+	if err != nil {
+		return nil, err
+	}
+	props := c.IOProps()
+	props["warehouse"] = wh
+	if !c.IsS3() {
+		if err := os.MkdirAll(strings.TrimPrefix(wh, "file://"), 0o755); err != nil {
+			return nil, fmt.Errorf("create warehouse directory: %w", err)
+		}
+	}
+	switch {
+	case strings.HasPrefix(c.Catalog, "http://"), strings.HasPrefix(c.Catalog, "https://"):
+		opts := []rest.Option{rest.WithWarehouseLocation(wh), rest.WithAdditionalProps(props)}
+		cat, err := rest.NewCatalog(ctx, name, c.Catalog, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("open REST catalog at %s: %w", redactURL(c.Catalog), err)
+		}
+		return cat, nil
+	case strings.HasPrefix(c.Catalog, "postgres://"), strings.HasPrefix(c.Catalog, "postgresql://"):
+		db, err := dbsql.Open("pgx", c.Catalog)
+		if err != nil {
+			return nil, fmt.Errorf("open SQL catalog at %s: %w", redactURL(c.Catalog), err)
+		}
+		cat, err := sqlcat.NewCatalog(name, db, sqlcat.Postgres, props)
+		if err != nil {
+			return nil, fmt.Errorf("open SQL catalog at %s: %w", redactURL(c.Catalog), err)
+		}
+		return cat, nil
+	default:
+		path := c.SQLitePath()
+		if dir := filepath.Dir(path); dir != "" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("create catalog directory: %w", err)
+			}
+		}
+		db, err := dbsql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+		if err != nil {
+			return nil, fmt.Errorf("open SQLite catalog %s: %w", path, err)
+		}
+		cat, err := sqlcat.NewCatalog(name, db, sqlcat.SQLite, props)
+		if err != nil {
+			return nil, fmt.Errorf("open SQLite catalog %s: %w", path, err)
+		}
+		return cat, nil
+	}
+}
+
+// redactURL drops the password from a URL for messages and logs.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,93 @@
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/pg2iceberg/pg2iceberg/decode"
+)
+
+// PropCopyLSN is the mirror table property that marks its initial copy
+// complete, at the slot's consistent point.
+const PropCopyLSN = "pg2iceberg.copy-lsn"
+
+// CopyRow writes one row of a table's initial copy to its mirror.
+func (s *Sink) CopyRow(relID uint32, row decode.Tuple) error {
+	st, ok := s.tables[relID]
+	if !ok || st.mirror == nil {
+		return nil
+	}
+	m := st.mirror
+	k, err := m.key(row)
+	if err != nil {
+		return err
+	}
+	m.changes++
+	return m.insert(row, k)
+}
+
+// FinishCopy commits a table's copied rows with the watermark lsn and marks
+// the copy complete. Until the mark is set the copy counts as not done.
+func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) error {
+	st, ok := s.tables[relID]
+	if !ok || st.mirror == nil {
+		return nil
+	}
+	m := st.mirror
+	m.lastEnd = lsn
+	if err := m.flush(ctx, s); err != nil {
+		return err
+	}
+	txn := m.tbl.NewTransaction()
+	if err := txn.SetProperties(map[string]string{PropCopyLSN: strconv.FormatUint(uint64(lsn), 10)}); err != nil {
+		return fmt.Errorf("mark copy of %s complete: %w", m.name(), err)
+	}
+	tbl, err := txn.Commit(ctx)
+	if err != nil {
+		return fmt.Errorf("mark copy of %s complete: %w", m.name(), err)
+	}
+	m.tbl = tbl
+	if m.watermark < lsn {
+		m.watermark = lsn
+	}
+	if st.changelog != nil && st.changelog.watermark < lsn {
+		// The stream starts after lsn; nothing at or below it is a change.
+		st.changelog.watermark = lsn
+	}
+	return nil
+}
+
+// CopyState says which mirrors have a complete initial copy.
+func (s *Sink) CopyState() (done, notDone []*decode.Relation) {
+	for _, st := range s.tables {
+		if st.mirror == nil {
+			continue
+		}
+		if _, ok := st.mirror.tbl.Properties()[PropCopyLSN]; ok {
+			done = append(done, st.rel)
+		} else {
+			notDone = append(notDone, st.rel)
+		}
+	}
+	return done, notDone
+}
+
+// DropTables drops the Iceberg tables of every source table added to the
+// sink and forgets them: used to start an unfinished initial copy over.
+func (s *Sink) DropTables(ctx context.Context) error {
+	for id, st := range s.tables {
+		for _, t := range []*icebergTable{mirrorTable(st.mirror), changelogTable(st.changelog)} {
+			if t == nil {
+				continue
+			}
+			if err := s.cat.DropTable(ctx, t.ident); err != nil && !errors.Is(err, catalog.ErrNoSuchTable) {
+				return fmt.Errorf("drop table %s: %w", t.name(), err)
+			}
+		}
+		delete(s.tables, id)
+	}
+	return nil
+}

@@ -1,0 +1,194 @@
+package iceberg
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	icego "github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// batchRows is how many rows are buffered in Arrow builders before they are
+// handed to the Parquet writer; rowGroupRows bounds a row group.
+const (
+	batchRows    = 8192
+	rowGroupRows = 128 * 1024
+)
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// fileWriter streams rows into one Parquet file of a table. Rows are
+// appended to Arrow builders and written out every batchRows rows, so the
+// memory a file holds is one batch plus the row group being encoded.
+type fileWriter struct {
+	path       string
+	schema     *icego.Schema
+	spec       icego.PartitionSpec
+	partition  map[int]any
+	content    icego.ManifestEntryContent
+	props      icego.Properties
+	out        icebergio.FileWriter
+	cw         *countingWriter
+	pw         *pqarrow.FileWriter
+	bld        *array.RecordBuilder
+	rows       int64 // rows appended so far: the next row's position
+	referenced string
+}
+
+func newFileWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec icego.PartitionSpec, partition map[int]any, content icego.ManifestEntryContent, props icego.Properties) (*fileWriter, error) {
+	asc, err := table.SchemaToArrowSchema(sc, nil, true, false)
+	if err != nil {
+		return nil, fmt.Errorf("arrow schema for %s: %w", path, err)
+	}
+	out, err := fs.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	cw := &countingWriter{w: out}
+	wp := parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithStats(true),
+		parquet.WithMaxRowGroupLength(rowGroupRows),
+		parquet.WithAllocator(memory.DefaultAllocator),
+	)
+	pw, err := pqarrow.NewFileWriter(asc, cw, wp, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator)))
+	if err != nil {
+		_ = out.Close()
+		return nil, fmt.Errorf("parquet writer for %s: %w", path, err)
+	}
+	return &fileWriter{
+		path: path, schema: sc, spec: spec, partition: partition, content: content, props: props,
+		out: out, cw: cw, pw: pw, bld: array.NewRecordBuilder(memory.DefaultAllocator, asc),
+	}, nil
+}
+
+// builder returns the builder of top-level field i.
+func (f *fileWriter) builder(i int) array.Builder { return f.bld.Field(i) }
+
+// rowDone records that one row was appended to every builder, and writes a
+// batch out when enough rows are buffered.
+func (f *fileWriter) rowDone() error {
+	f.rows++
+	if f.bld.Field(0).Len() >= batchRows {
+		return f.writeBatch()
+	}
+	return nil
+}
+
+func (f *fileWriter) writeBatch() error {
+	if f.bld.Field(0).Len() == 0 {
+		return nil
+	}
+	rec := f.bld.NewRecordBatch()
+	defer rec.Release()
+	if err := f.pw.WriteBuffered(rec); err != nil {
+		return fmt.Errorf("write %s: %w", f.path, err)
+	}
+	if n, _ := f.pw.RowGroupNumRows(); n >= rowGroupRows {
+		f.pw.NewBufferedRowGroup()
+	}
+	return nil
+}
+
+// bytes estimates the file's size so far.
+func (f *fileWriter) bytes() int64 { return f.cw.n + f.pw.RowGroupTotalBytesWritten() }
+
+// close finishes the file and describes it for a manifest.
+func (f *fileWriter) close() (icego.DataFile, error) {
+	if err := f.writeBatch(); err != nil {
+		return nil, err
+	}
+	f.bld.Release()
+	if err := f.pw.Close(); err != nil {
+		return nil, fmt.Errorf("close %s: %w", f.path, err)
+	}
+	if err := f.out.Close(); err != nil {
+		return nil, fmt.Errorf("close %s: %w", f.path, err)
+	}
+	md, err := f.pw.FileMetadata()
+	if err != nil {
+		return nil, fmt.Errorf("metadata of %s: %w", f.path, err)
+	}
+	args := table.DataFileArgs{
+		Schema:          f.schema,
+		Spec:            f.spec,
+		Format:          icego.ParquetFile,
+		Metadata:        md,
+		FilePath:        f.path,
+		FileSize:        f.cw.n,
+		Content:         f.content,
+		PartitionValues: f.partition,
+		Properties:      f.props,
+		FormatVersion:   2,
+	}
+	if f.referenced != "" {
+		args.ReferencedDataFile = &f.referenced
+	}
+	df, err := table.DataFileFromMetadata(args)
+	if err != nil {
+		return nil, fmt.Errorf("describe %s: %w", f.path, err)
+	}
+	return df, nil
+}
+
+// abort abandons the file. The bytes written stay as an orphan for
+// orphan-file cleanup; nothing references them.
+func (f *fileWriter) abort() {
+	f.bld.Release()
+	_ = f.pw.Close()
+	_ = f.out.Close()
+}
+
+// posDelete is one row to delete: a data file and a row position in it.
+type posDelete struct {
+	path string
+	pos  int64
+}
+
+// writePositionDeletes writes one position delete file for dels, which must
+// be sorted by path and position.
+func writePositionDeletes(ctx context.Context, fs icebergio.WriteFileIO, path string, spec icego.PartitionSpec, dels []posDelete) (icego.DataFile, error) {
+	fw, err := newFileWriter(fs, path, icego.PositionalDeleteSchema, spec, nil, icego.EntryContentPosDeletes, nil)
+	if err != nil {
+		return nil, err
+	}
+	pathB := fw.builder(0).(*array.StringBuilder)
+	posB := fw.builder(1).(*array.Int64Builder)
+	single := true
+	for _, d := range dels {
+		if ctx.Err() != nil {
+			fw.abort()
+			return nil, ctx.Err()
+		}
+		if d.path != dels[0].path {
+			single = false
+		}
+		pathB.Append(d.path)
+		posB.Append(d.pos)
+		if err := fw.rowDone(); err != nil {
+			fw.abort()
+			return nil, err
+		}
+	}
+	if single && len(dels) > 0 {
+		fw.referenced = dels[0].path
+	}
+	return fw.close()
+}

@@ -1,0 +1,169 @@
+package iceberg
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	icego "github.com/apache/iceberg-go"
+)
+
+// rebuildIndex reads the key columns and row positions of every live row
+// from the table's current snapshot: data files minus position deletes.
+func (m *mirror) rebuildIndex(ctx context.Context) error {
+	clear(m.index)
+	m.files = m.files[:0]
+	if m.tbl.CurrentSnapshot() == nil {
+		return nil
+	}
+	tasks, err := m.tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return fmt.Errorf("plan files of %s: %w", m.name(), err)
+	}
+	deleted := make(map[string]map[int64]bool)
+	readDeletes := make(map[string]bool)
+	for _, task := range tasks {
+		if len(task.EqualityDeleteFiles) > 0 || len(task.DeletionVectorFiles) > 0 {
+			return fmt.Errorf("%s has equality deletes or deletion vectors, which the bridge does not write: another writer changed the table", m.name())
+		}
+		for _, df := range task.DeleteFiles {
+			if readDeletes[df.FilePath()] {
+				continue
+			}
+			readDeletes[df.FilePath()] = true
+			if err := m.readDeletes(ctx, df, deleted); err != nil {
+				return err
+			}
+		}
+	}
+	keyIDs := make([]int, len(m.keyCols))
+	sc := m.tbl.Schema()
+	for j, i := range m.keyCols {
+		f, ok := sc.FindFieldByName(m.rel.Columns[i].Name)
+		if !ok {
+			return fmt.Errorf("%s: key column %s missing", m.name(), m.rel.Columns[i].Name)
+		}
+		keyIDs[j] = f.ID
+	}
+	for _, task := range tasks {
+		id := int32(len(m.files))
+		m.files = append(m.files, task.File.FilePath())
+		if err := m.readKeys(ctx, task.File, id, keyIDs, deleted[task.File.FilePath()]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *mirror) openParquet(path string) (*file.Reader, func(), error) {
+	f, err := m.fs.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	r, err := file.NewParquetReader(f)
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return r, func() { _ = r.Close() }, nil
+}
+
+// columnsByFieldID finds the leaf columns with the given Iceberg field IDs.
+func columnsByFieldID(r *file.Reader, ids []int) ([]int, error) {
+	sc := r.MetaData().Schema
+	out := make([]int, len(ids))
+	for j, id := range ids {
+		out[j] = -1
+		for c := 0; c < sc.NumColumns(); c++ {
+			if int(sc.Column(c).SchemaNode().FieldID()) == id {
+				out[j] = c
+				break
+			}
+		}
+		if out[j] < 0 {
+			return nil, fmt.Errorf("no column with field id %d", id)
+		}
+	}
+	return out, nil
+}
+
+func (m *mirror) readDeletes(ctx context.Context, df icego.DataFile, deleted map[string]map[int64]bool) error {
+	r, done, err := m.openParquet(df.FilePath())
+	if err != nil {
+		return err
+	}
+	defer done()
+	cols, err := columnsByFieldID(r, []int{2147483546, 2147483545})
+	if err != nil {
+		return fmt.Errorf("delete file %s: %w", df.FilePath(), err)
+	}
+	return eachBatch(ctx, r, cols, func(rec arrow.RecordBatch) error {
+		paths := rec.Column(0).(*array.String)
+		pos := rec.Column(1).(*array.Int64)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			p := paths.Value(i)
+			set := deleted[p]
+			if set == nil {
+				set = make(map[int64]bool)
+				deleted[p] = set
+			}
+			set[pos.Value(i)] = true
+		}
+		return nil
+	})
+}
+
+func (m *mirror) readKeys(ctx context.Context, df icego.DataFile, id int32, keyIDs []int, deleted map[int64]bool) error {
+	r, done, err := m.openParquet(df.FilePath())
+	if err != nil {
+		return err
+	}
+	defer done()
+	cols, err := columnsByFieldID(r, keyIDs)
+	if err != nil {
+		return fmt.Errorf("data file %s: %w", df.FilePath(), err)
+	}
+	var pos int64
+	return eachBatch(ctx, r, cols, func(rec arrow.RecordBatch) error {
+		for i := 0; i < int(rec.NumRows()); i, pos = i+1, pos+1 {
+			if deleted[pos] {
+				continue
+			}
+			var b []byte
+			for c := 0; c < int(rec.NumCols()); c++ {
+				if b, err = appendKeyFromArray(b, rec.Column(c), i); err != nil {
+					return fmt.Errorf("data file %s row %d: %w", df.FilePath(), pos, err)
+				}
+			}
+			k := string(b)
+			if prev, dup := m.index[k]; dup {
+				return fmt.Errorf("%s: key appears live twice (%s row %d and %s row %d): the table was changed by another writer", m.name(), m.files[prev.file], prev.pos, df.FilePath(), pos)
+			}
+			m.index[k] = loc{file: id, pos: pos}
+		}
+		return nil
+	})
+}
+
+// eachBatch reads the given leaf columns of every row group in order.
+func eachBatch(ctx context.Context, r *file.Reader, cols []int, fn func(arrow.RecordBatch) error) error {
+	fr, err := pqarrow.NewFileReader(r, pqarrow.ArrowReadProperties{BatchSize: 64 * 1024}, memory.DefaultAllocator)
+	if err != nil {
+		return err
+	}
+	rr, err := fr.GetRecordReader(ctx, cols, nil)
+	if err != nil {
+		return err
+	}
+	defer rr.Release()
+	for rr.Next() {
+		if err := fn(rr.RecordBatch()); err != nil {
+			return err
+		}
+	}
+	return rr.Err()
+}

@@ -1,0 +1,260 @@
+package iceberg
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	icego "github.com/apache/iceberg-go"
+	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/mapping"
+)
+
+// loc is where a live row of the mirror is: a file (index into mirror.files)
+// and a row position in it.
+type loc struct {
+	file int32
+	pos  int64
+}
+
+// mirror applies row changes to a mirror table with position deletes.
+type mirror struct {
+	*icebergTable
+	rel     *decode.Relation
+	colIdx  []int // relation column → top-level field of the table schema
+	keyCols []int // relation columns of the key
+	keyType []arrow.DataType
+
+	index map[string]loc // key → live row; includes rows of the pending file
+	files []string       // file id → path
+
+	pending   *fileWriter // this flush's data file, nil until the first row
+	pendingID int32
+	deletes   []posDelete // this flush's deletes
+	changes   int         // rows changed in this flush
+	lastEnd   decode.LSN  // end LSN of the last transaction in this flush
+	keyBuf    []byte
+}
+
+func newMirror(t *icebergTable, rel *decode.Relation) (*mirror, error) {
+	m := &mirror{icebergTable: t, rel: rel, index: make(map[string]loc)}
+	if err := m.bind(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// bind maps the relation's columns onto the table's current schema.
+func (m *mirror) bind() error {
+	sc := m.tbl.Schema()
+	if err := checkSameColumns(m.name(), sc, m.rel, false); err != nil {
+		return err
+	}
+	asc, err := tableArrowSchema(sc)
+	if err != nil {
+		return err
+	}
+	m.colIdx = make([]int, len(m.rel.Columns))
+	m.keyCols, m.keyType = nil, nil
+	for i, c := range m.rel.Columns {
+		idx := asc.FieldIndices(c.Name)
+		if len(idx) != 1 {
+			return fmt.Errorf("%s: column %q not found in the Iceberg schema", m.name(), c.Name)
+		}
+		m.colIdx[i] = idx[0]
+		if c.Key {
+			m.keyCols = append(m.keyCols, i)
+			m.keyType = append(m.keyType, asc.Field(idx[0]).Type)
+		}
+	}
+	if len(m.keyCols) == 0 {
+		return fmt.Errorf("%s: no key columns", m.name())
+	}
+	return nil
+}
+
+// key encodes the key of a tuple (full row or key-only image).
+func (m *mirror) key(t decode.Tuple) (string, error) {
+	b := m.keyBuf[:0]
+	for j, i := range m.keyCols {
+		d := t[i]
+		if d.Kind != decode.Text {
+			return "", fmt.Errorf("%s: key column %s is %s in the change", m.name(), m.rel.Columns[i].Name, kindName(d.Kind))
+		}
+		var err error
+		if b, err = appendKeyFromText(b, m.keyType[j], d.Data); err != nil {
+			return "", fmt.Errorf("%s: column %s: %w", m.name(), m.rel.Columns[i].Name, err)
+		}
+	}
+	m.keyBuf = b
+	return string(b), nil
+}
+
+func kindName(k decode.Kind) string {
+	switch k {
+	case decode.Null:
+		return "NULL"
+	case decode.Unchanged:
+		return "an unchanged TOAST value"
+	case decode.Binary:
+		return "binary"
+	}
+	return "text"
+}
+
+func (m *mirror) deleteKey(k string) bool {
+	l, ok := m.index[k]
+	if !ok {
+		return false
+	}
+	m.deletes = append(m.deletes, posDelete{path: m.files[l.file], pos: l.pos})
+	delete(m.index, k)
+	return true
+}
+
+// insert writes a full row and indexes it.
+func (m *mirror) insert(row decode.Tuple, k string) error {
+	if m.pending == nil {
+		fw, err := newFileWriter(m.fs, dataPath(m.tbl, ""), m.tbl.Schema(), m.tbl.Spec(), nil, icego.EntryContentData, m.tbl.Properties())
+		if err != nil {
+			return err
+		}
+		m.pending = fw
+		m.pendingID = int32(len(m.files))
+		m.files = append(m.files, fw.path)
+	}
+	for i, d := range row {
+		var text []byte
+		if d.Kind == decode.Text {
+			text = d.Data
+		}
+		if err := mapping.Append(m.pending.builder(m.colIdx[i]), text); err != nil {
+			return fmt.Errorf("%s: column %s, key %s: %w", m.name(), m.rel.Columns[i].Name, m.keyText(row), err)
+		}
+	}
+	m.deleteKey(k) // an insert over a live key replaces it (replays, copy overlap)
+	m.index[k] = loc{file: m.pendingID, pos: m.pending.rows}
+	return m.pending.rowDone()
+}
+
+// keyText renders a row's key for error messages.
+func (m *mirror) keyText(row decode.Tuple) string {
+	var parts []string
+	for _, i := range m.keyCols {
+		parts = append(parts, m.rel.Columns[i].Name+"="+string(row[i].Data))
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// apply applies one change.
+func (m *mirror) apply(c *decode.Change) error {
+	m.changes++
+	switch c.Op {
+	case decode.Insert:
+		k, err := m.key(c.After)
+		if err != nil {
+			return err
+		}
+		return m.insert(c.After, k)
+	case decode.Update:
+		after, err := resolveUnchanged(m.name(), m.rel, c)
+		if err != nil {
+			return err
+		}
+		oldImage := c.Before
+		if oldImage == nil {
+			oldImage = after
+		}
+		oldKey, err := m.key(oldImage)
+		if err != nil {
+			return err
+		}
+		m.deleteKey(oldKey)
+		newKey, err := m.key(after)
+		if err != nil {
+			return err
+		}
+		return m.insert(after, newKey)
+	case decode.Delete:
+		k, err := m.key(c.Before)
+		if err != nil {
+			return err
+		}
+		m.deleteKey(k)
+		return nil
+	}
+	return fmt.Errorf("%s: unexpected change %s", m.name(), c.Op)
+}
+
+// truncate deletes every live row.
+func (m *mirror) truncate() {
+	m.changes++
+	for k := range m.index {
+		m.deleteKey(k)
+	}
+}
+
+// resolveUnchanged returns the change's new row with every unchanged TOAST
+// value filled in from the old row image. Without an old image holding the
+// value it fails: writing NULL or a placeholder would be a silent wrong row.
+func resolveUnchanged(table string, rel *decode.Relation, c *decode.Change) (decode.Tuple, error) {
+	after := c.After
+	copied := false
+	for i, d := range after {
+		if d.Kind != decode.Unchanged {
+			continue
+		}
+		if c.Before == nil || c.BeforeIsKey || c.Before[i].Kind == decode.Unchanged {
+			return nil, &UnchangedToastError{Table: table, Column: rel.Columns[i].Name}
+		}
+		if !copied {
+			after = slices.Clone(after)
+			copied = true
+		}
+		after[i] = c.Before[i]
+	}
+	return after, nil
+}
+
+// UnchangedToastError reports an UPDATE that left a TOASTed value unchanged
+// when the bridge has no old image to take the value from.
+type UnchangedToastError struct{ Table, Column string }
+
+func (e *UnchangedToastError) Error() string {
+	return fmt.Sprintf("%s: an UPDATE left the large value of column %s unchanged and the source did not send it; run ALTER TABLE %s REPLICA IDENTITY FULL so the old value arrives with the change", e.Table, e.Column, e.Table)
+}
+
+// flush closes this flush's files and commits them in one snapshot.
+func (m *mirror) flush(ctx context.Context, s *Sink) error {
+	if m.changes == 0 {
+		return nil
+	}
+	var data, dels []icego.DataFile
+	if m.pending != nil {
+		df, err := m.pending.close()
+		if err != nil {
+			return err
+		}
+		data = append(data, df)
+	}
+	if len(m.deletes) > 0 {
+		slices.SortFunc(m.deletes, func(a, b posDelete) int {
+			if c := strings.Compare(a.path, b.path); c != 0 {
+				return c
+			}
+			return int(a.pos - b.pos)
+		})
+		df, err := writePositionDeletes(ctx, m.fs, dataPath(m.tbl, ""), m.tbl.Spec(), m.deletes)
+		if err != nil {
+			return err
+		}
+		dels = append(dels, df)
+	}
+	if err := m.commit(ctx, s.cat, data, dels, m.lastEnd, s.cfg.Source.String()); err != nil {
+		return err
+	}
+	m.pending, m.deletes, m.changes = nil, m.deletes[:0], 0
+	return nil
+}

@@ -1,0 +1,362 @@
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/pg2iceberg/pg2iceberg/decode"
+)
+
+// SourceID identifies the stream a table is written from.
+type SourceID struct {
+	SystemID string // pg_control system identifier
+	Database string
+	Slot     string
+}
+
+func (s SourceID) String() string { return s.SystemID + "/" + s.Database + "/" + s.Slot }
+
+// Config configures a Sink. The zero value flushes with the defaults.
+type Config struct {
+	Source SourceID
+	// NoChangelog turns the changelog tables off.
+	NoChangelog bool
+	// FlushRows, FlushBytes and FlushInterval bound a batch: a flush happens
+	// at the first transaction boundary after any is reached.
+	FlushRows     int
+	FlushBytes    int64
+	FlushInterval time.Duration
+}
+
+// Defaults for Config.
+const (
+	DefaultFlushRows     = 500_000
+	DefaultFlushBytes    = 256 << 20
+	DefaultFlushInterval = 10 * time.Second
+)
+
+func (c Config) withDefaults() Config {
+	if c.FlushRows <= 0 {
+		c.FlushRows = DefaultFlushRows
+	}
+	if c.FlushBytes <= 0 {
+		c.FlushBytes = DefaultFlushBytes
+	}
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	return c
+}
+
+// sourceTable is the state kept for one published table.
+type sourceTable struct {
+	rel       *decode.Relation
+	mirror    *mirror    // nil for a table without a key
+	changelog *changelog // nil when changelogs are off
+}
+
+// Sink applies whole source transactions to the Iceberg tables.
+type Sink struct {
+	cat    catalog.Catalog
+	cfg    Config
+	log    *slog.Logger
+	tables map[uint32]*sourceTable // by relation OID
+
+	txOpen  bool
+	tx      txInfo
+	seq     int64
+	touched map[*sourceTable]bool
+
+	lastEnd    decode.LSN // end LSN of the last transaction seen
+	durable    decode.LSN // every transaction ending at or below is committed
+	pending    int        // changes in this flush, all tables
+	flushStart time.Time
+}
+
+// NewSink returns a Sink writing through cat.
+func NewSink(cat catalog.Catalog, cfg Config, log *slog.Logger) *Sink {
+	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool)}
+}
+
+// Identifiers returns the mirror and changelog identifiers of a source table.
+func Identifiers(schema, name string) (mirror, changelog table.Identifier) {
+	return table.Identifier{schema, name}, table.Identifier{schema, name + ChangelogSuffix}
+}
+
+// AddTable opens (creating when missing) the Iceberg tables of rel, reads
+// their watermarks and rebuilds the mirror's key index. rel's columns must
+// carry NotNull and TypeName from the catalog.
+func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
+	st := &sourceTable{rel: rel}
+	mid, cid := Identifiers(rel.Schema, rel.Name)
+	src := s.cfg.Source.String()
+	if len(rel.KeyColumns()) > 0 {
+		sc, err := MirrorSchema(rel)
+		if err != nil {
+			return err
+		}
+		t, err := openTable(ctx, s.cat, mid, sc, nil, src)
+		if err != nil {
+			return err
+		}
+		if st.mirror, err = newMirror(t, rel); err != nil {
+			return err
+		}
+		start := time.Now()
+		if err := st.mirror.rebuildIndex(ctx); err != nil {
+			return err
+		}
+		s.log.Info("key index rebuilt", "table", rel.QualifiedName(), "rows", len(st.mirror.index), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
+	} else {
+		s.log.Warn("table has no primary key or replica identity index: it gets a changelog only; set REPLICA IDENTITY FULL or add a primary key to mirror it",
+			"table", rel.QualifiedName())
+	}
+	if !s.cfg.NoChangelog {
+		sc, err := ChangelogSchema(rel)
+		if err != nil {
+			return err
+		}
+		spec := ChangelogSpec(sc)
+		t, err := openTable(ctx, s.cat, cid, sc, &spec, src)
+		if err != nil {
+			return err
+		}
+		if st.changelog, err = newChangelog(t, rel); err != nil {
+			return err
+		}
+	}
+	s.tables[rel.ID] = st
+	return nil
+}
+
+// Relation handles a relation message from the stream.
+func (s *Sink) Relation(rel *decode.Relation) error {
+	st, ok := s.tables[rel.ID]
+	if !ok {
+		return fmt.Errorf("table %s appeared in the stream but was not part of the publication at start; tables added later are not copied yet: restart the bridge with a new slot (--slot) to copy it", rel.QualifiedName())
+	}
+	// pgoutput does not send NOT NULL or type names: keep the catalog's.
+	for i := range rel.Columns {
+		if j := st.rel.ColumnIndex(rel.Columns[i].Name); j >= 0 {
+			rel.Columns[i].NotNull = st.rel.Columns[j].NotNull
+			rel.Columns[i].TypeName = st.rel.Columns[j].TypeName
+		}
+	}
+	if st.mirror != nil {
+		if err := checkSameColumns(st.mirror.name(), st.mirror.tbl.Schema(), rel, false); err != nil {
+			return err
+		}
+		st.mirror.rel = rel
+		if err := st.mirror.bind(); err != nil {
+			return err
+		}
+	}
+	if st.changelog != nil {
+		if err := checkSameColumns(st.changelog.name(), st.changelog.tbl.Schema(), rel, true); err != nil {
+			return err
+		}
+		st.changelog.rel = rel
+	}
+	st.rel = rel
+	return nil
+}
+
+// Begin opens a source transaction.
+func (s *Sink) Begin(xid uint32, commitLSN decode.LSN, commitTS time.Time) {
+	s.txOpen = true
+	s.tx = txInfo{xid: xid, commitLSN: commitLSN, commitTS: commitTS}
+	s.seq = 0
+	clear(s.touched)
+}
+
+// skip reports whether the open transaction is already in t.
+func (s *Sink) skip(t *icebergTable) bool { return s.tx.commitLSN < t.watermark }
+
+// Change applies a row change of the open transaction.
+func (s *Sink) Change(c *decode.Change) error {
+	if !s.txOpen {
+		return errors.New("change outside a transaction")
+	}
+	st, ok := s.tables[c.Rel.ID]
+	if !ok {
+		return fmt.Errorf("change for unknown table %s", c.Rel.QualifiedName())
+	}
+	s.seq++
+	if st.mirror != nil && !s.skip(st.mirror.icebergTable) {
+		if err := st.mirror.apply(c); err != nil {
+			return err
+		}
+		s.touched[st] = true
+	}
+	if st.changelog != nil && !s.skip(st.changelog.icebergTable) {
+		after := c.After
+		if c.Op == decode.Update {
+			var err error
+			if after, err = resolveUnchanged(st.changelog.name(), st.rel, c); err != nil {
+				return err
+			}
+		}
+		if err := st.changelog.append(c.Op, s.tx, s.seq, c.Before, after); err != nil {
+			return err
+		}
+		s.touched[st] = true
+	}
+	s.pending++
+	return nil
+}
+
+// Truncate applies a TRUNCATE of the open transaction.
+func (s *Sink) Truncate(rels []*decode.Relation) error {
+	for _, rel := range rels {
+		st, ok := s.tables[rel.ID]
+		if !ok {
+			continue
+		}
+		s.seq++
+		if st.mirror != nil && !s.skip(st.mirror.icebergTable) {
+			st.mirror.truncate()
+			s.touched[st] = true
+		}
+		if st.changelog != nil && !s.skip(st.changelog.icebergTable) {
+			if err := st.changelog.append(decode.Truncate, s.tx, s.seq, nil, nil); err != nil {
+				return err
+			}
+			s.touched[st] = true
+		}
+		s.pending++
+	}
+	return nil
+}
+
+// Commit closes the open transaction, which ends at end, and flushes when a
+// batch limit is reached.
+func (s *Sink) Commit(ctx context.Context, end decode.LSN) error {
+	for st := range s.touched {
+		if st.mirror != nil && st.mirror.changes > 0 {
+			st.mirror.lastEnd = end
+		}
+		if st.changelog != nil && st.changelog.changes > 0 {
+			st.changelog.lastEnd = end
+		}
+	}
+	s.tx.endLSN = end
+	s.txOpen = false
+	s.lastEnd = end
+	if s.pending == 0 {
+		// Nothing of ours is waiting: this transaction is as good as durable.
+		s.durable = end
+		return nil
+	}
+	if s.flushStart.IsZero() {
+		s.flushStart = time.Now()
+	}
+	if s.pending >= s.cfg.FlushRows || s.pendingBytes() >= s.cfg.FlushBytes {
+		return s.Flush(ctx)
+	}
+	return nil
+}
+
+func (s *Sink) pendingBytes() int64 {
+	var n int64
+	for _, st := range s.tables {
+		if st.mirror != nil && st.mirror.pending != nil {
+			n += st.mirror.pending.bytes()
+		}
+		if st.changelog != nil {
+			for _, fw := range st.changelog.files {
+				n += fw.bytes()
+			}
+		}
+	}
+	return n
+}
+
+// Tick flushes when the oldest pending change is older than the flush
+// interval. Call it between transactions.
+func (s *Sink) Tick(ctx context.Context, now time.Time) error {
+	if s.txOpen || s.pending == 0 || now.Sub(s.flushStart) < s.cfg.FlushInterval {
+		return nil
+	}
+	return s.Flush(ctx)
+}
+
+// Flush commits every table with pending changes. It must be called
+// between transactions.
+func (s *Sink) Flush(ctx context.Context) error {
+	if s.txOpen {
+		return errors.New("flush inside a transaction")
+	}
+	if s.pending == 0 {
+		s.durable = s.lastEnd
+		return nil
+	}
+	start := time.Now()
+	rows, tables := s.pending, 0
+	for _, st := range s.tables {
+		committed := false
+		if st.mirror != nil && st.mirror.changes > 0 {
+			if err := st.mirror.flush(ctx, s); err != nil {
+				return err
+			}
+			committed = true
+		}
+		if st.changelog != nil && st.changelog.changes > 0 {
+			if err := st.changelog.flush(ctx, s); err != nil {
+				return err
+			}
+			committed = true
+		}
+		if committed {
+			tables++
+		}
+	}
+	s.pending, s.flushStart, s.durable = 0, time.Time{}, s.lastEnd
+	s.log.Info("batch committed", "tables", tables, "changes", rows, "lsn", s.lastEnd, "elapsed", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// Durable returns the LSN up to which every source transaction is committed
+// to Iceberg (or touched no table of ours): the LSN to acknowledge.
+func (s *Sink) Durable() decode.LSN { return s.durable }
+
+// Idle reports whether nothing is pending and no transaction is open.
+func (s *Sink) Idle() bool { return !s.txOpen && s.pending == 0 }
+
+// TableStatus is one Iceberg table's progress.
+type TableStatus struct {
+	Table     string
+	Watermark decode.LSN
+	Committed time.Time
+}
+
+// Status lists every Iceberg table's watermark.
+func (s *Sink) Status() []TableStatus {
+	var out []TableStatus
+	for _, st := range s.tables {
+		for _, t := range []*icebergTable{mirrorTable(st.mirror), changelogTable(st.changelog)} {
+			if t != nil {
+				out = append(out, TableStatus{Table: t.name(), Watermark: t.watermark, Committed: t.committed})
+			}
+		}
+	}
+	return out
+}
+
+func mirrorTable(m *mirror) *icebergTable {
+	if m == nil {
+		return nil
+	}
+	return m.icebergTable
+}
+
+func changelogTable(c *changelog) *icebergTable {
+	if c == nil {
+		return nil
+	}
+	return c.icebergTable
+}

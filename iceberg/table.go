@@ -1,0 +1,210 @@
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	icego "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+	"github.com/pg2iceberg/pg2iceberg/decode"
+)
+
+// Snapshot summary properties the bridge writes and reads.
+const (
+	PropLSN      = "pg2iceberg.lsn"       // end LSN of the last source transaction contained
+	PropSource   = "pg2iceberg.source"    // source identity: system id/database/slot
+	PropCommitID = "pg2iceberg.commit-id" // unique per commit attempt, for unknown outcomes
+)
+
+// Table properties set on every table the bridge creates.
+var tableProps = icego.Properties{
+	"format-version": "2",
+	"write.metadata.delete-after-commit.enabled": "true",
+	"write.metadata.previous-versions-max":       "20",
+	"write.parquet.compression-codec":            "zstd",
+	"write.delete.mode":                          "merge-on-read",
+	"write.update.mode":                          "merge-on-read",
+}
+
+// icebergTable is one Iceberg table the bridge writes (a mirror or a
+// changelog) with its commit watermark.
+type icebergTable struct {
+	ident     table.Identifier
+	tbl       *table.Table
+	fs        icebergio.WriteFileIO
+	watermark decode.LSN // end LSN of the last source transaction committed
+	committed time.Time  // when the bridge last committed to it
+}
+
+func (t *icebergTable) name() string { return strings.Join(t.ident, ".") }
+
+// ensureTable loads the table, creating namespace and table when missing.
+func ensureTable(ctx context.Context, cat catalog.Catalog, ident table.Identifier, sc *icego.Schema, spec *icego.PartitionSpec) (*table.Table, error) {
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err == nil {
+		return tbl, nil
+	}
+	if !errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil, fmt.Errorf("load table %v: %w", ident, err)
+	}
+	ns := catalog.NamespaceFromIdent(ident)
+	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return nil, fmt.Errorf("create namespace %v: %w", ns, err)
+	}
+	opts := []catalog.CreateTableOpt{catalog.WithProperties(tableProps)}
+	if spec != nil {
+		opts = append(opts, catalog.WithPartitionSpec(spec))
+	}
+	tbl, err = cat.CreateTable(ctx, ident, sc, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("create table %v: %w", ident, err)
+	}
+	return tbl, nil
+}
+
+func openTable(ctx context.Context, cat catalog.Catalog, ident table.Identifier, sc *icego.Schema, spec *icego.PartitionSpec, source string) (*icebergTable, error) {
+	tbl, err := ensureTable(ctx, cat, ident, sc, spec)
+	if err != nil {
+		return nil, err
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("file IO of %v: %w", ident, err)
+	}
+	wfs, ok := fs.(icebergio.WriteFileIO)
+	if !ok {
+		return nil, fmt.Errorf("file IO of %v cannot write", ident)
+	}
+	t := &icebergTable{ident: ident, tbl: tbl, fs: wfs}
+	if t.watermark, t.committed, err = Watermark(tbl, source); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Watermark walks the current snapshot's ancestry to the newest snapshot the
+// bridge wrote and returns its LSN watermark and time. Snapshots written by
+// others (maintenance) are passed over. A snapshot from another source is an
+// error: two sources must never write one table.
+func Watermark(tbl *table.Table, source string) (decode.LSN, time.Time, error) {
+	meta := tbl.Metadata()
+	for s := tbl.CurrentSnapshot(); s != nil; {
+		if s.Summary != nil {
+			if v, ok := s.Summary.Properties[PropLSN]; ok {
+				if src := s.Summary.Properties[PropSource]; source != "" && src != source {
+					return 0, time.Time{}, fmt.Errorf("table %v was written from source %q, not %q: point the bridge at another warehouse or drop the table", tbl.Identifier(), src, source)
+				}
+				lsn, err := parseLSNProp(v)
+				if err != nil {
+					return 0, time.Time{}, fmt.Errorf("table %v snapshot %d: %w", tbl.Identifier(), s.SnapshotID, err)
+				}
+				return lsn, time.UnixMilli(s.TimestampMs), nil
+			}
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return 0, time.Time{}, nil
+}
+
+func parseLSNProp(v string) (decode.LSN, error) {
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad %s %q: %w", PropLSN, v, err)
+	}
+	return decode.LSN(n), nil
+}
+
+// commit commits data and delete files in one snapshot whose summary carries
+// the watermark lsn. It handles the three outcomes of a commit: committed;
+// conflict (reload and retry); unknown (reload, look for our commit id).
+func (t *icebergTable) commit(ctx context.Context, cat catalog.Catalog, data, deletes []icego.DataFile, lsn decode.LSN, source string) error {
+	if len(data) == 0 && len(deletes) == 0 {
+		return nil
+	}
+	commitID := uuid.NewString()
+	props := icego.Properties{
+		PropLSN:      strconv.FormatUint(uint64(lsn), 10),
+		PropSource:   source,
+		PropCommitID: commitID,
+	}
+	var lastErr error
+	for attempt := 0; attempt < 4; attempt++ {
+		txn := t.tbl.NewTransaction()
+		rd := txn.NewRowDelta(props).AddRows(data...).AddDeletes(deletes...)
+		err := rd.Commit(ctx)
+		if err == nil {
+			var tbl *table.Table
+			tbl, err = txn.Commit(ctx)
+			if err == nil {
+				t.tbl, t.watermark, t.committed = tbl, lsn, time.Now()
+				return nil
+			}
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+		// Conflict or unknown: reload and see what the catalog holds.
+		tbl, lerr := cat.LoadTable(ctx, t.ident)
+		if lerr != nil {
+			return fmt.Errorf("commit %s: outcome unknown (%w), and reloading failed: %w; the files are kept", t.name(), err, lerr)
+		}
+		if hasCommit(tbl, commitID) {
+			t.tbl, t.watermark, t.committed = tbl, lsn, time.Now()
+			return nil
+		}
+		if !onlyOurs(tbl, t.tbl, source) {
+			return fmt.Errorf("commit %s: another writer committed to the table (%w); restart the bridge to rebuild its key index", t.name(), err)
+		}
+		t.tbl = tbl
+	}
+	return fmt.Errorf("commit %s: %w", t.name(), lastErr)
+}
+
+func hasCommit(tbl *table.Table, commitID string) bool {
+	for _, s := range tbl.Metadata().Snapshots() {
+		if s.Summary != nil && s.Summary.Properties[PropCommitID] == commitID {
+			return true
+		}
+	}
+	return false
+}
+
+// onlyOurs reports whether every snapshot newer than old's current one was
+// written by the bridge from this source.
+func onlyOurs(now, old *table.Table, source string) bool {
+	var oldID int64 = -1
+	if s := old.CurrentSnapshot(); s != nil {
+		oldID = s.SnapshotID
+	}
+	meta := now.Metadata()
+	for s := now.CurrentSnapshot(); s != nil && s.SnapshotID != oldID; {
+		if s.Summary == nil || s.Summary.Properties[PropSource] != source {
+			return false
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return true
+}
+
+// dataPath returns a new data file location in the table.
+func dataPath(tbl *table.Table, partitionDir string) string {
+	p := tbl.Location() + "/data/"
+	if partitionDir != "" {
+		p += partitionDir + "/"
+	}
+	return p + uuid.NewString() + ".parquet"
+}

@@ -1,0 +1,290 @@
+// Command pg2iceberg streams a PostgreSQL publication into Apache Iceberg
+// tables: a mirror (current state) and a changelog (every change) per table.
+//
+// main turns flags, environment variables and defaults into each package's
+// Config and runs the stages; it is the only place that starts long-lived
+// goroutines (the signal handler).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/iceberg"
+	"github.com/pg2iceberg/pg2iceberg/replication"
+)
+
+func env(name string) []string {
+	return []string{"PG2ICEBERG_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))}
+}
+
+var (
+	flagSource = &cli.StringFlag{Name: "source", EnvVars: env("source"), Required: true,
+		Usage: "PostgreSQL URL of the source database, e.g. postgres://app@db:5432/shop (put the password in PGPASSWORD or ~/.pgpass, not here)"}
+	flagPublication = &cli.StringFlag{Name: "publication", EnvVars: env("publication"), Required: true,
+		Usage: "publication to stream; it must exist, e.g. CREATE PUBLICATION shop_pub FOR TABLE orders, customers"}
+	flagSlot = &cli.StringFlag{Name: "slot", EnvVars: env("slot"),
+		Usage: "replication slot; created if missing (default pg2iceberg_<publication>)"}
+	flagWarehouse = &cli.StringFlag{Name: "warehouse", EnvVars: env("warehouse"), Value: "./warehouse",
+		Usage: "where the tables live: a directory, or s3://bucket/prefix"}
+	flagCatalog = &cli.StringFlag{Name: "catalog", EnvVars: env("catalog"),
+		Usage: "catalog: empty for the embedded SQLite catalog (<warehouse>/catalog.db), a SQLite file path, postgres://... for a SQL catalog in Postgres, or http(s)://... for a REST catalog"}
+	flagS3Endpoint = &cli.StringFlag{Name: "s3-endpoint", EnvVars: env("s3-endpoint"),
+		Usage: "S3-compatible endpoint, e.g. http://127.0.0.1:7070 (credentials come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the AWS profile)"}
+	flagS3Region   = &cli.StringFlag{Name: "s3-region", EnvVars: env("s3-region"), Value: "us-east-1", Usage: "S3 region"}
+	flagS3PathStye = &cli.BoolFlag{Name: "s3-path-style", EnvVars: env("s3-path-style"), Usage: "use path-style S3 URLs (MinIO, versitygw)"}
+)
+
+func catalogConfig(c *cli.Context) iceberg.CatalogConfig {
+	return iceberg.CatalogConfig{
+		Warehouse:   c.String(flagWarehouse.Name),
+		Catalog:     c.String(flagCatalog.Name),
+		S3Endpoint:  c.String(flagS3Endpoint.Name),
+		S3Region:    c.String(flagS3Region.Name),
+		S3PathStyle: c.Bool(flagS3PathStye.Name),
+	}
+}
+
+func slotName(c *cli.Context) string {
+	if s := c.String(flagSlot.Name); s != "" {
+		return s
+	}
+	return "pg2iceberg_" + c.String(flagPublication.Name)
+}
+
+func newLogger(c *cli.Context) *slog.Logger {
+	level := slog.LevelInfo
+	if c.Bool("debug") {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+func main() {
+	app := &cli.App{
+		Name:  "pg2iceberg",
+		Usage: "stream a PostgreSQL publication into Apache Iceberg tables",
+		Description: `Example:
+   pg2iceberg run --source postgres://app@localhost/shop --publication shop_pub --warehouse ./warehouse
+   pg2iceberg status --source postgres://app@localhost/shop --publication shop_pub --warehouse ./warehouse`,
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "debug", EnvVars: env("debug"), Usage: "log at debug level"}},
+		Commands: []*cli.Command{
+			{
+				Name:  "run",
+				Usage: "copy the published tables, then stream every change into Iceberg",
+				Flags: []cli.Flag{flagSource, flagPublication, flagSlot, flagWarehouse, flagCatalog, flagS3Endpoint, flagS3Region, flagS3PathStye,
+					&cli.DurationFlag{Name: "flush-interval", EnvVars: env("flush-interval"), Value: iceberg.DefaultFlushInterval, Usage: "commit at least this often while changes are pending, e.g. 5s"},
+					&cli.IntFlag{Name: "flush-rows", EnvVars: env("flush-rows"), Value: iceberg.DefaultFlushRows, Usage: "commit once this many changes are pending"},
+					&cli.Int64Flag{Name: "flush-bytes", EnvVars: env("flush-bytes"), Value: iceberg.DefaultFlushBytes, Usage: "commit once this many Parquet bytes are pending"},
+					&cli.StringFlag{Name: "memory-limit", EnvVars: env("memory-limit"), Value: "512MiB", Usage: "soft memory limit of the process (Go GOMEMLIMIT syntax: 512MiB, 2GiB)"},
+					&cli.BoolFlag{Name: "no-changelog", EnvVars: env("no-changelog"), Usage: "do not write <table>__changelog tables"},
+					&cli.StringFlag{Name: "spool-dir", EnvVars: env("spool-dir"), Usage: "directory for large in-progress transactions (default: the system temp dir)"},
+				},
+				Action: runCmd,
+			},
+			{
+				Name:   "status",
+				Usage:  "print slot lag and each table's watermark",
+				Flags:  []cli.Flag{flagSource, flagPublication, flagSlot, flagWarehouse, flagCatalog, flagS3Endpoint, flagS3Region, flagS3PathStye},
+				Action: statusCmd,
+			},
+		},
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "pg2iceberg:", err)
+		os.Exit(1)
+	}
+}
+
+func parseBytes(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			var n int64
+			if _, err := fmt.Sscanf(strings.TrimSuffix(s, u.suffix), "%d", &n); err != nil || n <= 0 {
+				break
+			}
+			return n * u.mult, nil
+		}
+	}
+	return 0, fmt.Errorf("memory limit %q: write a size like 512MiB or 2GiB", s)
+}
+
+func runCmd(c *cli.Context) error {
+	log := newLogger(c)
+	limit, err := parseBytes(c.String("memory-limit"))
+	if err != nil {
+		return err
+	}
+	debug.SetMemoryLimit(limit)
+
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	source, pub, slot := c.String(flagSource.Name), c.String(flagPublication.Name), slotName(c)
+
+	conn, err := replication.Connect(ctx, source)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	rels, err := replication.Preflight(ctx, conn, pub)
+	if err != nil {
+		return fmt.Errorf("preflight failed:\n%w", err)
+	}
+	repl, err := replication.ConnectReplication(ctx, source)
+	if err != nil {
+		return err
+	}
+	defer repl.Close(context.Background())
+	sys, err := replication.Identify(ctx, repl)
+	if err != nil {
+		return err
+	}
+	cat, err := iceberg.OpenCatalog(ctx, catalogConfig(c))
+	if err != nil {
+		return err
+	}
+	sink := iceberg.NewSink(cat, iceberg.Config{
+		Source:        iceberg.SourceID{SystemID: sys.SystemID, Database: sys.Database, Slot: slot},
+		NoChangelog:   c.Bool("no-changelog"),
+		FlushRows:     c.Int("flush-rows"),
+		FlushBytes:    c.Int64("flush-bytes"),
+		FlushInterval: c.Duration("flush-interval"),
+	}, log)
+	addAll := func() error {
+		for _, rel := range rels {
+			if err := sink.AddTable(ctx, rel); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := addAll(); err != nil {
+		return err
+	}
+
+	info, err := replication.LookupSlot(ctx, conn, slot)
+	slotExists := err == nil
+	if err != nil && !errors.Is(err, replication.ErrNoSlot) {
+		return err
+	}
+	if slotExists {
+		if info.Plugin != "pgoutput" {
+			return fmt.Errorf("slot %q uses plugin %q, not pgoutput: choose another --slot", slot, info.Plugin)
+		}
+		done, notDone := sink.CopyState()
+		switch {
+		case len(notDone) > 0 && len(done) > 0:
+			return fmt.Errorf("table %s has no complete initial copy, but others are streaming: tables added to the publication after the first start are not copied yet; remove it from the publication, or start over with a new --slot and warehouse", notDone[0].QualifiedName())
+		case len(notDone) > 0:
+			log.Warn("the initial copy did not finish: starting it over", "slot", slot)
+			if err := replication.DropSlot(ctx, conn, slot); err != nil {
+				return err
+			}
+			if err := sink.DropTables(ctx); err != nil {
+				return err
+			}
+			if err := addAll(); err != nil {
+				return err
+			}
+			slotExists = false
+		}
+	}
+	var start decode.LSN
+	if !slotExists {
+		ns, err := replication.CreateSlot(ctx, repl, slot)
+		if err != nil {
+			return err
+		}
+		log.Info("slot created", "slot", slot, "consistent_point", ns.ConsistentPoint)
+		if err := replication.CopyTables(ctx, conn, ns, rels, sink, log); err != nil {
+			return err
+		}
+		start = ns.ConsistentPoint
+	}
+
+	err = replication.Stream(ctx, repl, replication.StreamConfig{
+		Slot: slot, Publication: pub, Start: start, SpoolDir: c.String("spool-dir"),
+	}, sink, log)
+	if err != nil {
+		return err
+	}
+	// Stopped between transactions: commit what is pending, acknowledge it.
+	fctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := sink.Flush(fctx); err != nil {
+		return err
+	}
+	if err := replication.FinalStatus(fctx, repl, sink.Durable()); err != nil {
+		return err
+	}
+	log.Info("stopped", "lsn", sink.Durable())
+	return nil
+}
+
+func statusCmd(c *cli.Context) error {
+	ctx := c.Context
+	source, pub, slot := c.String(flagSource.Name), c.String(flagPublication.Name), slotName(c)
+	conn, err := replication.Connect(ctx, source)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	info, err := replication.LookupSlot(ctx, conn, slot)
+	switch {
+	case errors.Is(err, replication.ErrNoSlot):
+		fmt.Printf("slot %s: does not exist (the bridge has not started)\n", slot)
+	case err != nil:
+		return err
+	default:
+		fmt.Printf("slot %s: confirmed_flush_lsn %s, current WAL %s, lag %d bytes, active %t\n",
+			slot, info.ConfirmedFlush, info.CurrentWAL, info.LagBytes(), info.Active)
+	}
+	rels, err := replication.Preflight(ctx, conn, pub)
+	if err != nil {
+		return fmt.Errorf("preflight failed:\n%w", err)
+	}
+	cat, err := iceberg.OpenCatalog(ctx, catalogConfig(c))
+	if err != nil {
+		return err
+	}
+	var lines []string
+	for _, rel := range rels {
+		mid, cid := iceberg.Identifiers(rel.Schema, rel.Name)
+		for _, ident := range [][]string{mid, cid} {
+			name := strings.Join(ident, ".")
+			tbl, err := cat.LoadTable(ctx, ident)
+			if err != nil {
+				lines = append(lines, fmt.Sprintf("%-40s not created yet", name))
+				continue
+			}
+			lsn, at, err := iceberg.Watermark(tbl, "")
+			if err != nil {
+				return err
+			}
+			when := "never"
+			if !at.IsZero() {
+				when = at.UTC().Format(time.RFC3339)
+			}
+			lines = append(lines, fmt.Sprintf("%-40s watermark %-14s last commit %s", name, lsn, when))
+		}
+	}
+	sort.Strings(lines)
+	fmt.Println(strings.Join(lines, "\n"))
+	return nil
+}

@@ -1,0 +1,198 @@
+package mapping
+
+import (
+	"fmt"
+)
+
+// Microsecond counts.
+const (
+	usPerSecond = int64(1_000_000)
+	usPerDay    = 86_400 * usPerSecond
+)
+
+// daysFromCivil returns days since 1970-01-01 of a proleptic Gregorian date,
+// with astronomical year numbering (year 0 is 1 BC), as PostgreSQL counts.
+func daysFromCivil(y, m, d int64) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}
+
+var daysIn = [13]int64{0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
+
+func isLeap(y int64) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
+
+type scanner struct {
+	s   string
+	pos int
+}
+
+func (p *scanner) num(minDigits, maxDigits int) (int64, bool) {
+	start := p.pos
+	var v int64
+	for p.pos < len(p.s) && p.pos-start < maxDigits && p.s[p.pos] >= '0' && p.s[p.pos] <= '9' {
+		v = v*10 + int64(p.s[p.pos]-'0')
+		p.pos++
+	}
+	return v, p.pos-start >= minDigits
+}
+
+func (p *scanner) lit(c byte) bool {
+	if p.pos < len(p.s) && p.s[p.pos] == c {
+		p.pos++
+		return true
+	}
+	return false
+}
+
+func (p *scanner) date() (int64, error) {
+	y, ok := p.num(4, 9)
+	if !ok || !p.lit('-') {
+		return 0, fmt.Errorf("not an ISO date")
+	}
+	m, ok1 := p.num(2, 2)
+	ok2 := p.lit('-')
+	d, ok3 := p.num(2, 2)
+	if !ok1 || !ok2 || !ok3 || m < 1 || m > 12 || d < 1 || d > daysIn[m] {
+		return 0, fmt.Errorf("not an ISO date")
+	}
+	if len(p.s) >= 3 && p.s[len(p.s)-3:] == " BC" {
+		y = 1 - y
+	}
+	if m == 2 && d == 29 && !isLeap(y) {
+		return 0, fmt.Errorf("not a leap year")
+	}
+	return daysFromCivil(y, m, d), nil
+}
+
+// time parses HH:MM:SS[.ffffff] into microseconds since midnight.
+func (p *scanner) time() (int64, error) {
+	h, ok1 := p.num(2, 2)
+	ok2 := p.lit(':')
+	mi, ok3 := p.num(2, 2)
+	ok4 := p.lit(':')
+	s, ok5 := p.num(2, 2)
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || mi > 59 || s > 60 {
+		return 0, fmt.Errorf("not an ISO time")
+	}
+	var frac int64
+	if p.lit('.') {
+		start := p.pos
+		f, ok := p.num(1, 6)
+		if !ok {
+			return 0, fmt.Errorf("not an ISO time")
+		}
+		for n := p.pos - start; n < 6; n++ {
+			f *= 10
+		}
+		frac = f
+	}
+	us := ((h*60+mi)*60+s)*usPerSecond + frac
+	if h > 24 || us > usPerDay {
+		return 0, fmt.Errorf("not an ISO time")
+	}
+	return us, nil
+}
+
+func special(text []byte) error {
+	switch string(text) {
+	case "infinity", "-infinity":
+		return fmt.Errorf("%s has no Iceberg equivalent (edge-value policies come with full type coverage)", text)
+	}
+	return nil
+}
+
+// ParseDate parses a date's ISO text form into days since 1970-01-01.
+func ParseDate(text []byte) (int32, error) {
+	if err := special(text); err != nil {
+		return 0, err
+	}
+	p := scanner{s: string(text)}
+	d, err := p.date()
+	if err != nil {
+		return 0, err
+	}
+	if rest := p.s[p.pos:]; rest != "" && rest != " BC" {
+		return 0, fmt.Errorf("not an ISO date")
+	}
+	if d < -1<<31 || d > 1<<31-1 {
+		return 0, fmt.Errorf("out of range")
+	}
+	return int32(d), nil
+}
+
+// ParseTime parses a time's text form into microseconds since midnight.
+// 24:00:00, which PostgreSQL allows, has no Iceberg equivalent.
+func ParseTime(text []byte) (int64, error) {
+	p := scanner{s: string(text)}
+	us, err := p.time()
+	if err != nil {
+		return 0, err
+	}
+	if p.pos != len(p.s) {
+		return 0, fmt.Errorf("not an ISO time")
+	}
+	if us >= usPerDay {
+		return 0, fmt.Errorf("24:00:00 is outside Iceberg's time range")
+	}
+	return us, nil
+}
+
+// ParseTimestamp parses a timestamp's ISO text form into microseconds since
+// 1970-01-01 00:00:00 UTC. With withZone the value must carry a UTC offset
+// (timestamptz), which is applied.
+func ParseTimestamp(text []byte, withZone bool) (int64, error) {
+	if err := special(text); err != nil {
+		return 0, err
+	}
+	p := scanner{s: string(text)}
+	d, err := p.date()
+	if err != nil {
+		return 0, err
+	}
+	if !p.lit(' ') {
+		return 0, fmt.Errorf("not an ISO timestamp")
+	}
+	us, err := p.time()
+	if err != nil {
+		return 0, err
+	}
+	var offset int64
+	if withZone {
+		if p.pos >= len(p.s) || (p.s[p.pos] != '+' && p.s[p.pos] != '-') {
+			return 0, fmt.Errorf("timestamptz without a UTC offset")
+		}
+		sign := int64(1)
+		if p.s[p.pos] == '-' {
+			sign = -1
+		}
+		p.pos++
+		h, ok := p.num(2, 2)
+		if !ok {
+			return 0, fmt.Errorf("bad UTC offset")
+		}
+		secs := h * 3600
+		if p.lit(':') {
+			m, _ := p.num(2, 2)
+			secs += m * 60
+			if p.lit(':') {
+				s, _ := p.num(2, 2)
+				secs += s
+			}
+		}
+		offset = sign * secs * usPerSecond
+	}
+	if rest := p.s[p.pos:]; rest != "" && rest != " BC" {
+		return 0, fmt.Errorf("not an ISO timestamp")
+	}
+	return d*usPerDay + us - offset, nil
+}

@@ -1,0 +1,98 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// sessionParams give every value one text form (see package mapping).
+var sessionParams = map[string]string{
+	"DateStyle":          "ISO, YMD",
+	"TimeZone":           "UTC",
+	"IntervalStyle":      "postgres",
+	"extra_float_digits": "3",
+	"bytea_output":       "hex",
+	"application_name":   "pg2iceberg",
+}
+
+// Redact removes the password from a connection URL.
+func Redact(connURL string) string {
+	u, err := url.Parse(connURL)
+	if err != nil || u.Scheme == "" {
+		return "(connection string)"
+	}
+	return u.Redacted()
+}
+
+func parseConfig(connURL string, replication bool) (*pgconn.Config, error) {
+	cfg, err := pgconn.ParseConfig(connURL)
+	if err != nil {
+		// pgconn's parse errors can echo the string; say only what is wrong.
+		return nil, fmt.Errorf("source URL %s is not a valid PostgreSQL URL (postgres://user@host:5432/db)", Redact(connURL))
+	}
+	for k, v := range sessionParams {
+		cfg.RuntimeParams[k] = v
+	}
+	if replication {
+		cfg.RuntimeParams["replication"] = "database"
+	}
+	return cfg, nil
+}
+
+// connectError explains a failed connection without leaking the password.
+func connectError(connURL string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "28P01", "28000":
+			return fmt.Errorf("connect to %s: authentication failed for the user (check the password and pg_hba.conf): %s", Redact(connURL), pgErr.Message)
+		case "3D000":
+			return fmt.Errorf("connect to %s: %s", Redact(connURL), pgErr.Message)
+		}
+		return fmt.Errorf("connect to %s: %s (SQLSTATE %s)", Redact(connURL), pgErr.Message, pgErr.Code)
+	}
+	msg := err.Error()
+	if u, perr := url.Parse(connURL); perr == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	return fmt.Errorf("connect to %s: %s", Redact(connURL), msg)
+}
+
+// Connect opens a regular SQL connection with the bridge's session settings.
+func Connect(ctx context.Context, connURL string) (*pgx.Conn, error) {
+	pc, err := parseConfig(connURL, false)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgx.ParseConfig(connURL)
+	if err != nil {
+		return nil, fmt.Errorf("source URL %s is not a valid PostgreSQL URL", Redact(connURL))
+	}
+	cfg.Config = *pc
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, connectError(connURL, err)
+	}
+	return conn, nil
+}
+
+// ConnectReplication opens a logical replication connection.
+func ConnectReplication(ctx context.Context, connURL string) (*pgconn.PgConn, error) {
+	cfg, err := parseConfig(connURL, true)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, connectError(connURL, err)
+	}
+	return conn, nil
+}

@@ -1,0 +1,197 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/mapping"
+)
+
+// PreflightError is a problem found before anything is written, with the
+// SQL that fixes it.
+type PreflightError struct {
+	Problem string
+	Fix     string
+}
+
+func (e *PreflightError) Error() string {
+	if e.Fix == "" {
+		return e.Problem
+	}
+	return e.Problem + "\n  fix: " + e.Fix
+}
+
+// Preflight checks that the source can be replicated and returns the
+// publication's tables, with their columns in pgoutput's order and their
+// mirror keys (primary key, or the replica identity index).
+func Preflight(ctx context.Context, conn *pgx.Conn, publication string) ([]*decode.Relation, error) {
+	var walLevel string
+	if err := conn.QueryRow(ctx, "SHOW wal_level").Scan(&walLevel); err != nil {
+		return nil, fmt.Errorf("read wal_level: %w", err)
+	}
+	var errs []error
+	if walLevel != "logical" {
+		errs = append(errs, &PreflightError{
+			Problem: fmt.Sprintf("wal_level is %q, logical replication needs \"logical\"", walLevel),
+			Fix:     "ALTER SYSTEM SET wal_level = logical; -- then restart PostgreSQL",
+		})
+	}
+	var user string
+	var canReplicate bool
+	if err := conn.QueryRow(ctx, "SELECT current_user, rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&user, &canReplicate); err != nil {
+		return nil, fmt.Errorf("read role attributes: %w", err)
+	}
+	if !canReplicate {
+		errs = append(errs, &PreflightError{
+			Problem: fmt.Sprintf("role %s may not start replication", user),
+			Fix:     fmt.Sprintf("ALTER ROLE %s REPLICATION;", decode.QuoteIdent(user)),
+		})
+	}
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1)", publication).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("look up publication: %w", err)
+	}
+	if !exists {
+		errs = append(errs, &PreflightError{
+			Problem: fmt.Sprintf("publication %q does not exist in this database", publication),
+			Fix:     fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE schema.table, ...;  -- or FOR ALL TABLES", decode.QuoteIdent(publication)),
+		})
+		return nil, errors.Join(errs...)
+	}
+	rels, err := publishedTables(ctx, conn, publication)
+	if err != nil {
+		return nil, err
+	}
+	if len(rels) == 0 {
+		errs = append(errs, &PreflightError{
+			Problem: fmt.Sprintf("publication %q publishes no tables", publication),
+			Fix:     fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE schema.table;", decode.QuoteIdent(publication)),
+		})
+	}
+	for _, rel := range rels {
+		var canRead bool
+		if err := conn.QueryRow(ctx, "SELECT has_table_privilege($1::oid, 'SELECT')", rel.ID).Scan(&canRead); err != nil {
+			return nil, fmt.Errorf("check privileges on %s: %w", rel.QualifiedName(), err)
+		}
+		if !canRead {
+			errs = append(errs, &PreflightError{
+				Problem: fmt.Sprintf("role %s cannot read %s", user, rel.QualifiedName()),
+				Fix:     fmt.Sprintf("GRANT SELECT ON %s.%s TO %s;", decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name), decode.QuoteIdent(user)),
+			})
+		}
+		for _, c := range rel.Columns {
+			if _, err := mapping.For(rel.QualifiedName(), mapping.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, TypeName: c.TypeName}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return rels, nil
+}
+
+// publishedTables lists the publication's tables with their published
+// columns in attnum order (pgoutput's order).
+func publishedTables(ctx context.Context, conn *pgx.Conn, publication string) ([]*decode.Relation, error) {
+	rows, err := conn.Query(ctx, `
+		SELECT c.oid, pt.schemaname, pt.tablename, c.relreplident, pt.attnames
+		FROM pg_publication_tables pt
+		JOIN pg_namespace n ON n.nspname = pt.schemaname
+		JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename
+		WHERE pt.pubname = $1
+		ORDER BY 2, 3`, publication)
+	if err != nil {
+		return nil, fmt.Errorf("list tables of publication %q: %w", publication, err)
+	}
+	type pub struct {
+		rel   *decode.Relation
+		names []string
+	}
+	var pubs []pub
+	for rows.Next() {
+		var p pub
+		p.rel = &decode.Relation{}
+		var ident string
+		if err := rows.Scan(&p.rel.ID, &p.rel.Schema, &p.rel.Name, &ident, &p.names); err != nil {
+			return nil, fmt.Errorf("list tables of publication %q: %w", publication, err)
+		}
+		p.rel.ReplicaIdentity = ident[0]
+		pubs = append(pubs, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tables of publication %q: %w", publication, err)
+	}
+	var out []*decode.Relation
+	for _, p := range pubs {
+		if err := loadColumns(ctx, conn, p.rel, p.names); err != nil {
+			return nil, err
+		}
+		out = append(out, p.rel)
+	}
+	return out, nil
+}
+
+// loadColumns fills rel's columns and marks its mirror key: the primary key,
+// else the replica identity index, else (REPLICA IDENTITY FULL) every column.
+func loadColumns(ctx context.Context, conn *pgx.Conn, rel *decode.Relation, published []string) error {
+	rows, err := conn.Query(ctx, `
+		SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, format_type(a.atttypid, a.atttypmod),
+		       COALESCE((SELECT true FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary AND a.attnum = ANY(i.indkey)), false),
+		       COALESCE((SELECT true FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisreplident AND a.attnum = ANY(i.indkey)), false)
+		FROM pg_attribute a
+		WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+		ORDER BY a.attnum`, rel.ID)
+	if err != nil {
+		return fmt.Errorf("read columns of %s: %w", rel.QualifiedName(), err)
+	}
+	want := make(map[string]bool, len(published))
+	for _, n := range published {
+		want[n] = true
+	}
+	var pk, ri []bool
+	for rows.Next() {
+		var c decode.Column
+		var isPK, isRI bool
+		if err := rows.Scan(&c.Name, &c.TypeOID, &c.TypeMod, &c.NotNull, &c.TypeName, &isPK, &isRI); err != nil {
+			return fmt.Errorf("read columns of %s: %w", rel.QualifiedName(), err)
+		}
+		if len(published) > 0 && !want[c.Name] {
+			continue
+		}
+		rel.Columns = append(rel.Columns, c)
+		pk = append(pk, isPK)
+		ri = append(ri, isRI)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read columns of %s: %w", rel.QualifiedName(), err)
+	}
+	var key []bool
+	switch {
+	case rel.ReplicaIdentity == 'i' && anyTrue(ri):
+		key = ri
+	case (rel.ReplicaIdentity == 'd' || rel.ReplicaIdentity == 'f') && anyTrue(pk):
+		key = pk
+	case rel.ReplicaIdentity == 'f':
+		key = make([]bool, len(rel.Columns))
+		for i := range key {
+			key[i] = true
+		}
+	}
+	for i := range key {
+		rel.Columns[i].Key = key[i]
+	}
+	return nil
+}
+
+func anyTrue(b []bool) bool {
+	for _, v := range b {
+		if v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,281 @@
+package replication
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/pg2iceberg/pg2iceberg/decode"
+)
+
+// Sink receives whole committed source transactions and says what is
+// durable. Methods are called from Stream's goroutine only.
+type Sink interface {
+	Relation(rel *decode.Relation) error
+	Begin(xid uint32, commitLSN decode.LSN, commitTS time.Time)
+	Change(c *decode.Change) error
+	Truncate(rels []*decode.Relation) error
+	Commit(ctx context.Context, end decode.LSN) error
+	Tick(ctx context.Context, now time.Time) error
+	Flush(ctx context.Context) error
+	Durable() decode.LSN
+	Idle() bool
+}
+
+// StreamConfig configures Stream.
+type StreamConfig struct {
+	Slot        string
+	Publication string
+	// Start is where to start; 0 lets the server start at the slot's
+	// confirmed flush position.
+	Start decode.LSN
+	// StatusInterval is how often a standby status is sent (default 10s).
+	StatusInterval time.Duration
+	// TickInterval is how often the sink's time-based flush is checked
+	// (default 1s).
+	TickInterval time.Duration
+	// SpoolDir holds streamed in-progress transactions (default: temp dir).
+	SpoolDir string
+	// OnAck, when set, is called after each standby status with the LSN sent.
+	OnAck func(decode.LSN)
+}
+
+// stream is the state of one replication session.
+type stream struct {
+	cfg     StreamConfig
+	conn    *pgconn.PgConn
+	sink    Sink
+	log     *slog.Logger
+	dec     decode.Decoder
+	spool   *spool
+	inTx    bool
+	curXID  uint32 // top-level XID of the open streamed segment
+	walEnd  decode.LSN
+	acked   decode.LSN
+	lastAck time.Time
+}
+
+// Stream runs START_REPLICATION and feeds the sink until ctx is done or an
+// error occurs. When ctx is done it returns nil at the next transaction
+// boundary, leaving the sink's whole transactions for the caller to flush;
+// on an error the sink may hold part of a transaction and must not be
+// flushed.
+func Stream(ctx context.Context, conn *pgconn.PgConn, cfg StreamConfig, sink Sink, log *slog.Logger) error {
+	if cfg.StatusInterval <= 0 {
+		cfg.StatusInterval = 10 * time.Second
+	}
+	if cfg.TickInterval <= 0 {
+		cfg.TickInterval = time.Second
+	}
+	sp, err := newSpool(cfg.SpoolDir)
+	if err != nil {
+		return err
+	}
+	defer sp.close()
+	s := &stream{cfg: cfg, conn: conn, sink: sink, log: log, spool: sp}
+	opts := pglogrepl.StartReplicationOptions{PluginArgs: []string{
+		"proto_version '2'",
+		fmt.Sprintf("publication_names '%s'", cfg.Publication),
+		"messages 'true'",
+		"streaming 'on'",
+	}}
+	if err := pglogrepl.StartReplication(ctx, conn, cfg.Slot, cfg.Start, opts); err != nil {
+		return fmt.Errorf("start replication on slot %q: %w", cfg.Slot, err)
+	}
+	log.Info("streaming", "slot", cfg.Slot, "publication", cfg.Publication, "from", cfg.Start)
+	return s.run(ctx)
+}
+
+func (s *stream) run(ctx context.Context) error {
+	nextStatus := time.Now().Add(s.cfg.StatusInterval)
+	nextTick := time.Now().Add(s.cfg.TickInterval)
+	for {
+		now := time.Now()
+		if !now.Before(nextTick) {
+			nextTick = now.Add(s.cfg.TickInterval)
+			if !s.inTx {
+				if err := s.sink.Tick(ctx, now); err != nil {
+					return err
+				}
+			}
+			if s.sink.Durable() > s.acked {
+				nextStatus = now // acknowledge new commits promptly
+			}
+		}
+		if !now.Before(nextStatus) {
+			if err := s.sendStatus(ctx); err != nil {
+				return err
+			}
+			nextStatus = now.Add(s.cfg.StatusInterval)
+		}
+		if ctx.Err() != nil && !s.inTx {
+			// Stop only between transactions, so the caller can flush.
+			return nil
+		}
+		deadline := nextTick
+		if nextStatus.Before(deadline) {
+			deadline = nextStatus
+		}
+		// While stopping, finish the open transaction: receive without ctx.
+		rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+		raw, err := s.conn.ReceiveMessage(rctx)
+		cancel()
+		if err != nil {
+			if pgconn.Timeout(err) {
+				continue
+			}
+			return fmt.Errorf("receive replication message: %w", err)
+		}
+		switch m := raw.(type) {
+		case *pgproto3.ErrorResponse:
+			return fmt.Errorf("replication stream: %w", pgconn.ErrorResponseToPgError(m))
+		case *pgproto3.CopyData:
+			if err := s.copyData(ctx, m.Data, &nextStatus); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("unexpected replication message %T", raw)
+		}
+	}
+}
+
+func (s *stream) copyData(ctx context.Context, data []byte, nextStatus *time.Time) error {
+	if len(data) == 0 {
+		return errors.New("empty replication message")
+	}
+	switch data[0] {
+	case pglogrepl.PrimaryKeepaliveMessageByteID:
+		k, err := pglogrepl.ParsePrimaryKeepaliveMessage(data[1:])
+		if err != nil {
+			return fmt.Errorf("parse keepalive: %w", err)
+		}
+		if k.ServerWALEnd > s.walEnd {
+			s.walEnd = k.ServerWALEnd
+		}
+		if k.ReplyRequested {
+			*nextStatus = time.Time{}
+		}
+	case pglogrepl.XLogDataByteID:
+		x, err := pglogrepl.ParseXLogData(data[1:])
+		if err != nil {
+			return fmt.Errorf("parse XLogData: %w", err)
+		}
+		if x.ServerWALEnd > s.walEnd {
+			s.walEnd = x.ServerWALEnd
+		}
+		return s.message(ctx, x.WALData)
+	}
+	return nil
+}
+
+// message handles one pgoutput message in WAL order.
+func (s *stream) message(ctx context.Context, data []byte) error {
+	if s.dec.InStream() && len(data) >= 5 {
+		switch data[0] {
+		case 'I', 'U', 'D', 'T', 'M':
+			// Inside a streamed segment: keep for STREAM COMMIT.
+			return s.spool.add(s.curXID, binary.BigEndian.Uint32(data[1:5]), data)
+		}
+	}
+	msg, err := s.dec.Decode(data)
+	if err != nil {
+		return err
+	}
+	return s.apply(ctx, msg)
+}
+
+func (s *stream) apply(ctx context.Context, msg decode.Message) error {
+	switch m := msg.(type) {
+	case *decode.Begin:
+		s.inTx = true
+		s.sink.Begin(m.XID, m.FinalLSN, m.CommitTime)
+	case *decode.Commit:
+		s.inTx = false
+		return s.sink.Commit(ctx, m.EndLSN)
+	case *decode.RelationMessage:
+		return s.sink.Relation(m.Rel)
+	case *decode.Change:
+		return s.sink.Change(m)
+	case *decode.TruncateMessage:
+		return s.sink.Truncate(m.Rels)
+	case *decode.StreamStart:
+		s.curXID = m.XID
+	case *decode.StreamStop:
+	case *decode.StreamAbort:
+		s.spool.abort(m.XID, m.SubXID)
+	case *decode.StreamCommit:
+		return s.replay(ctx, m)
+	case *decode.LogicalMessage, *decode.TypeMessage, *decode.Origin:
+		// Logical messages carry DDL events once the event trigger exists.
+	default:
+		return fmt.Errorf("unhandled message %T", msg)
+	}
+	return nil
+}
+
+// replay feeds a committed streamed transaction to the sink as one whole
+// transaction.
+func (s *stream) replay(ctx context.Context, m *decode.StreamCommit) error {
+	s.inTx = true
+	s.sink.Begin(m.XID, m.CommitLSN, m.CommitTime)
+	err := s.spool.replay(m.XID, func(data []byte) error {
+		msg, err := s.dec.DecodeStreamed(data)
+		if err != nil {
+			return err
+		}
+		return s.apply(ctx, msg)
+	})
+	if err != nil {
+		return err
+	}
+	s.inTx = false
+	return s.sink.Commit(ctx, m.EndLSN)
+}
+
+// ackLSN is what may be acknowledged: the sink's durable LSN, or the
+// server's WAL end when nothing is pending.
+func (s *stream) ackLSN() decode.LSN {
+	ack := s.sink.Durable()
+	if !s.inTx && s.sink.Idle() && s.walEnd > ack {
+		ack = s.walEnd
+	}
+	return max(ack, s.acked)
+}
+
+func (s *stream) sendStatus(ctx context.Context) error {
+	ack := s.ackLSN()
+	err := pglogrepl.SendStandbyStatusUpdate(ctx, s.conn, pglogrepl.StandbyStatusUpdate{
+		WALWritePosition: ack,
+		WALFlushPosition: ack,
+		WALApplyPosition: ack,
+	})
+	if err != nil {
+		return fmt.Errorf("send standby status: %w", err)
+	}
+	if ack != s.acked {
+		s.log.Debug("acknowledged", "lsn", ack)
+	}
+	s.acked = ack
+	s.lastAck = time.Now()
+	if s.cfg.OnAck != nil {
+		s.cfg.OnAck(ack)
+	}
+	return nil
+}
+
+// FinalStatus sends one last standby status after the caller flushed.
+func FinalStatus(ctx context.Context, conn *pgconn.PgConn, lsn decode.LSN) error {
+	err := pglogrepl.SendStandbyStatusUpdate(ctx, conn, pglogrepl.StandbyStatusUpdate{
+		WALWritePosition: lsn, WALFlushPosition: lsn, WALApplyPosition: lsn,
+	})
+	if err != nil {
+		return fmt.Errorf("send final standby status: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Installs what pg2iceberg's tests need. Idempotent: run it as often as you
+# like; it only installs what is missing.
+#   - PostgreSQL server binaries (Debian's postgresql package)
+#   - versitygw v1.8.0, a local S3 gateway (go install)
+#   - Python readers: pyiceberg + pyarrow (required), duckdb + its iceberg
+#     extension (optional)
+set -euo pipefail
+
+VERSITYGW_VERSION=v1.8.0
+PYICEBERG_VERSION=0.12.0
+PYARROW_VERSION=26.0.1
+DUCKDB_VERSION=1.4.4
+DUCKDB_EXT_VERSION=1.4.4.20260205
+PYTZ_VERSION=2026.6
+
+say() { printf '==> %s\n' "$*"; }
+warn() { printf 'WARNING: %s\n' "$*" >&2; }
+die() { printf 'ERROR: %s\n' "$*" >&2; exit 1; }
+
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null 2>&1 || die "not root and sudo is missing: run this script as root"
+	SUDO=(sudo)
+fi
+
+# ---------------------------------------------------------------- postgres
+find_pg_bindir() {
+	local d
+	if [ -n "${PG2ICEBERG_PG_BINDIR:-}" ] && [ -x "$PG2ICEBERG_PG_BINDIR/initdb" ]; then
+		echo "$PG2ICEBERG_PG_BINDIR"; return 0
+	fi
+	if command -v pg_config >/dev/null 2>&1; then
+		d=$(pg_config --bindir 2>/dev/null || true)
+		if [ -n "$d" ] && [ -x "$d/initdb" ]; then echo "$d"; return 0; fi
+	fi
+	for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k5 -rn); do
+		if [ -x "$d/initdb" ]; then echo "$d"; return 0; fi
+	done
+	if command -v initdb >/dev/null 2>&1; then
+		dirname "$(readlink -f "$(command -v initdb)")"; return 0
+	fi
+	return 1
+}
+
+if PG_BINDIR=$(find_pg_bindir); then
+	say "postgresql server binaries found in $PG_BINDIR"
+else
+	command -v apt-get >/dev/null 2>&1 || die "no postgresql server binaries (initdb) and no apt-get: install postgresql 15+ with your package manager, or set PG2ICEBERG_PG_BINDIR to its bin dir"
+	say "installing postgresql with apt-get (Debian's package)"
+	# Do not let the package create and start a 'main' cluster on port
+	# 5432: the tests start their own throw-away servers.
+	"${SUDO[@]}" mkdir -p /etc/postgresql-common/createcluster.d
+	if [ ! -e /etc/postgresql-common/createcluster.d/pg2iceberg.conf ]; then
+		echo "create_main_cluster = false" | "${SUDO[@]}" tee /etc/postgresql-common/createcluster.d/pg2iceberg.conf >/dev/null
+	fi
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+	PG_BINDIR=$(find_pg_bindir) || die "apt-get installed postgresql but initdb is still missing: look under /usr/lib/postgresql"
+	say "postgresql server binaries installed in $PG_BINDIR"
+fi
+
+# PostgreSQL refuses to run as root; the harness then runs it as 'postgres'.
+if [ "$(id -u)" -eq 0 ] && ! id postgres >/dev/null 2>&1; then
+	say "creating the 'postgres' os user (the harness runs the server as it when tests run as root)"
+	useradd --system --user-group --home-dir /var/lib/postgresql --shell /usr/sbin/nologin postgres
+fi
+
+# --------------------------------------------------------------- versitygw
+command -v go >/dev/null 2>&1 || die "go is missing: install Go 1.26+ (https://go.dev/doc/install) and rerun"
+GOBIN_DIR=$(go env GOBIN)
+[ -n "$GOBIN_DIR" ] || GOBIN_DIR="$(go env GOPATH | cut -d: -f1)/bin"
+
+find_versitygw() {
+	local p
+	for p in "$(command -v versitygw 2>/dev/null || true)" "$GOBIN_DIR/versitygw" "${HOME:-/root}/go/bin/versitygw"; do
+		if [ -n "$p" ] && [ -x "$p" ]; then echo "$p"; return 0; fi
+	done
+	return 1
+}
+
+if VGW=$(find_versitygw); then
+	say "versitygw found at $VGW"
+else
+	say "building versitygw $VERSITYGW_VERSION with go install (takes about 2 minutes)"
+	go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+	VGW=$(find_versitygw) || die "go install finished but versitygw is not in $GOBIN_DIR: check 'go env GOBIN GOPATH'"
+	say "versitygw installed at $VGW"
+fi
+
+# ------------------------------------------------------------------ python
+command -v python3 >/dev/null 2>&1 || {
+	command -v apt-get >/dev/null 2>&1 || die "python3 is missing: install python 3.9+"
+	say "installing python3 with apt-get"
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-pip >/dev/null
+}
+if ! python3 -m pip --version >/dev/null 2>&1; then
+	command -v apt-get >/dev/null 2>&1 || die "python3 has no pip: install pip for $(command -v python3)"
+	say "installing python3-pip with apt-get"
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip >/dev/null
+fi
+
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+# pip_install installs pinned packages; on a distro python that refuses
+# (PEP 668 "externally managed"), it retries with --break-system-packages.
+pip_install() {
+	local log
+	log=$(mktemp)
+	if python3 -m pip install -q "$@" >"$log" 2>&1; then rm -f "$log"; return 0; fi
+	if grep -q externally-managed "$log"; then
+		if python3 -m pip install -q --break-system-packages "$@" >"$log" 2>&1; then rm -f "$log"; return 0; fi
+	fi
+	cat "$log" >&2
+	rm -f "$log"
+	return 1
+}
+
+# py_has prints nothing and succeeds if every module==version pair imports.
+py_has() {
+	python3 - "$@" <<'EOF' >/dev/null 2>&1
+import sys
+from importlib.metadata import version
+for pair in sys.argv[1:]:
+    name, want = pair.split("==")
+    if version(name) != want:
+        sys.exit(1)
+EOF
+}
+
+if py_has "pyiceberg==$PYICEBERG_VERSION" "pyarrow==$PYARROW_VERSION" && python3 -c "import sqlalchemy, pyiceberg.catalog.sql" >/dev/null 2>&1; then
+	say "pyiceberg $PYICEBERG_VERSION and pyarrow $PYARROW_VERSION already installed"
+else
+	say "installing pyiceberg[sql-sqlite,pyarrow]==$PYICEBERG_VERSION and pyarrow==$PYARROW_VERSION with pip"
+	pip_install "pyiceberg[sql-sqlite,pyarrow]==$PYICEBERG_VERSION" "pyarrow==$PYARROW_VERSION" ||
+		die "pip could not install pyiceberg/pyarrow (see above): check that PyPI is reachable and python3 is 3.9+"
+fi
+
+# The duckdb-ext-* wheels ship extension files for one duckdb version; the
+# iceberg extension needs avro (manifests) and httpfs (s3); duckdb's python
+# client needs pytz to return timestamptz values.
+DUCKDB_PKGS=("duckdb==$DUCKDB_VERSION" "duckdb-ext-iceberg==$DUCKDB_EXT_VERSION"
+	"duckdb-ext-avro==$DUCKDB_EXT_VERSION" "duckdb-ext-httpfs==$DUCKDB_EXT_VERSION" "pytz==$PYTZ_VERSION")
+if py_has "${DUCKDB_PKGS[@]}"; then
+	say "duckdb $DUCKDB_VERSION and its iceberg extension already installed"
+else
+	say "installing duckdb $DUCKDB_VERSION and its iceberg/avro/httpfs extensions with pip (optional)"
+	pip_install "${DUCKDB_PKGS[@]}" || warn "duckdb or its iceberg extension did not install; tests that read with duckdb will be skipped"
+fi
+
+# ---------------------------------------------------------------- summary
+say "available tools:"
+echo "  postgres:   $("$PG_BINDIR/postgres" --version) ($PG_BINDIR)"
+echo "  versitygw:  $VGW ($VERSITYGW_VERSION when built by this script)"
+echo "  go:         $(go version)"
+python3 - <<'EOF'
+import sys
+from importlib.metadata import version, PackageNotFoundError
+print(f"  python:     {sys.version.split()[0]} ({sys.executable})")
+for name in ("pyiceberg", "pyarrow", "sqlalchemy", "duckdb", "duckdb-ext-iceberg", "pytz"):
+    try:
+        v = version(name)
+    except PackageNotFoundError:
+        v = "not installed"
+    print(f"  {name + ':':<20}{v}")
+try:
+    import os, duckdb, duckdb_ext
+    ext_dir = os.path.join(list(duckdb_ext.__path__)[0], "extensions")
+    con = duckdb.connect(config={"extension_directory": ext_dir, "autoinstall_known_extensions": False})
+    for ext in ("avro", "httpfs", "iceberg"):
+        con.load_extension(ext)
+    print("  duckdb iceberg extension: loads offline")
+except Exception as e:  # optional reader
+    print(f"  duckdb iceberg extension: unavailable ({type(e).__name__})")
+EOF
+say "setup done"
