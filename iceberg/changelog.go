@@ -18,8 +18,8 @@ import (
 type changelog struct {
 	*icebergTable
 	rel     *decode.Relation
-	idx     [7]int      // op, lsn, xid, commit_ts, seq, before, after → top-level field
-	childOf []int       // relation column → child index in before/after
+	idx     [7]int // op, lsn, xid, commit_ts, seq, before, after → top-level field
+	childOf []int  // relation column → child index in before/after
 	files   map[int32]*fileWriter
 	changes int
 	lastEnd decode.LSN

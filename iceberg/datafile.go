@@ -38,18 +38,17 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // appended to Arrow builders and written out every batchRows rows, so the
 // memory a file holds is one batch plus the row group being encoded.
 type fileWriter struct {
-	path       string
-	schema     *icego.Schema
-	spec       icego.PartitionSpec
-	partition  map[int]any
-	content    icego.ManifestEntryContent
-	props      icego.Properties
-	out        icebergio.FileWriter
-	cw         *countingWriter
-	pw         *pqarrow.FileWriter
-	bld        *array.RecordBuilder
-	rows       int64 // rows appended so far: the next row's position
-	referenced string
+	path      string
+	schema    *icego.Schema
+	spec      icego.PartitionSpec
+	partition map[int]any
+	content   icego.ManifestEntryContent
+	props     icego.Properties
+	out       icebergio.FileWriter
+	cw        *countingWriter
+	pw        *pqarrow.FileWriter
+	bld       *array.RecordBuilder
+	rows      int64 // rows appended so far: the next row's position
 }
 
 func newFileWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec icego.PartitionSpec, partition map[int]any, content icego.ManifestEntryContent, props icego.Properties) (*fileWriter, error) {
@@ -138,9 +137,6 @@ func (f *fileWriter) close() (icego.DataFile, error) {
 		Properties:      f.props,
 		FormatVersion:   2,
 	}
-	if f.referenced != "" {
-		args.ReferencedDataFile = &f.referenced
-	}
 	df, err := table.DataFileFromMetadata(args)
 	if err != nil {
 		return nil, fmt.Errorf("describe %s: %w", f.path, err)
@@ -163,7 +159,10 @@ type posDelete struct {
 }
 
 // writePositionDeletes writes one position delete file for dels, which must
-// be sorted by path and position.
+// be sorted by path and position. referenced_data_file is left unset: a
+// delete may target a data file added in the same snapshot, which
+// iceberg-go's commit validation would reject as missing, and the check
+// scans every manifest of the table on each commit.
 func writePositionDeletes(ctx context.Context, fs icebergio.WriteFileIO, path string, spec icego.PartitionSpec, dels []posDelete) (icego.DataFile, error) {
 	fw, err := newFileWriter(fs, path, icego.PositionalDeleteSchema, spec, nil, icego.EntryContentPosDeletes, nil)
 	if err != nil {
@@ -171,14 +170,10 @@ func writePositionDeletes(ctx context.Context, fs icebergio.WriteFileIO, path st
 	}
 	pathB := fw.builder(0).(*array.StringBuilder)
 	posB := fw.builder(1).(*array.Int64Builder)
-	single := true
 	for _, d := range dels {
 		if ctx.Err() != nil {
 			fw.abort()
 			return nil, ctx.Err()
-		}
-		if d.path != dels[0].path {
-			single = false
 		}
 		pathB.Append(d.path)
 		posB.Append(d.pos)
@@ -186,9 +181,6 @@ func writePositionDeletes(ctx context.Context, fs icebergio.WriteFileIO, path st
 			fw.abort()
 			return nil, err
 		}
-	}
-	if single && len(dels) > 0 {
-		fw.referenced = dels[0].path
 	}
 	return fw.close()
 }

@@ -252,6 +252,7 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 		}
 		dels = append(dels, df)
 	}
+	crashPoint("before-commit")
 	if err := m.commit(ctx, s.cat, data, dels, m.lastEnd, s.cfg.Source.String()); err != nil {
 		return err
 	}

@@ -316,6 +316,7 @@ func (s *Sink) Flush(ctx context.Context) error {
 		}
 	}
 	s.pending, s.flushStart, s.durable = 0, time.Time{}, s.lastEnd
+	crashPoint("after-commit")
 	s.log.Info("batch committed", "tables", tables, "changes", rows, "lsn", s.lastEnd, "elapsed", time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -74,7 +74,9 @@ func openTable(ctx context.Context, cat catalog.Catalog, ident table.Identifier,
 	if err != nil {
 		return nil, err
 	}
-	fs, err := tbl.FS(ctx)
+	// The file IO keeps its context for every later write: it must outlive
+	// a cancelled run context, so the final flush at shutdown can finish.
+	fs, err := tbl.FS(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("file IO of %v: %w", ident, err)
 	}

@@ -1,0 +1,41 @@
+package iceberg
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Fault injection for the crash tests in integration/: with
+// PG2ICEBERG_TEST_CRASH=<point>:<n> the process kills itself with SIGKILL
+// the n-th time it reaches <point>. Points: "before-commit" (a table's
+// Parquet files are written, its commit is not) and "after-commit" (a flush
+// is committed, the slot is not yet acknowledged).
+var crash = parseCrash(os.Getenv("PG2ICEBERG_TEST_CRASH"))
+
+type crashSpec struct {
+	point string
+	n     int
+}
+
+func parseCrash(s string) *crashSpec {
+	point, n, ok := strings.Cut(s, ":")
+	if !ok {
+		return nil
+	}
+	count, err := strconv.Atoi(n)
+	if err != nil || count < 1 {
+		return nil
+	}
+	return &crashSpec{point: point, n: count}
+}
+
+func crashPoint(point string) {
+	if crash == nil || crash.point != point {
+		return
+	}
+	if crash.n--; crash.n == 0 {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+}

@@ -1,0 +1,333 @@
+// Package integration holds the end-to-end tests: a throwaway PostgreSQL,
+// a real S3-compatible server (versitygw), the pg2iceberg binary as a child
+// process, and readers nobody here wrote (pyiceberg, iceberg-go's scanner).
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pg2iceberg/pg2iceberg/integration/harness"
+)
+
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pg2iceberg-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "pg2iceberg")
+	build := exec.Command("go", "build", "-o", binPath, "..")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build pg2iceberg:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// target is where a test's bridge writes.
+type target struct {
+	name      string
+	warehouse string // --warehouse
+	catalog   string // SQLite catalog file
+	s3        *harness.S3
+}
+
+func (tg target) args() []string {
+	a := []string{"--warehouse", tg.warehouse, "--catalog", tg.catalog}
+	if tg.s3 != nil {
+		a = append(a, "--s3-endpoint", tg.s3.Endpoint, "--s3-region", tg.s3.Region, "--s3-path-style")
+	}
+	return a
+}
+
+func (tg target) env() []string {
+	if tg.s3 == nil {
+		return nil
+	}
+	return tg.s3.Env()
+}
+
+func localTarget(t *testing.T) target {
+	dir := t.TempDir()
+	return target{name: "local", warehouse: filepath.Join(dir, "warehouse"), catalog: filepath.Join(dir, "warehouse", "catalog.db")}
+}
+
+func s3Target(t *testing.T) target {
+	s3 := harness.StartS3T(t)
+	if err := s3.CreateBucket(context.Background(), "lake"); err != nil {
+		t.Fatal(err)
+	}
+	return target{name: "s3", warehouse: "s3://lake/wh", catalog: filepath.Join(t.TempDir(), "catalog.db"), s3: s3}
+}
+
+// bridge is a running pg2iceberg process.
+type bridge struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex // guards out
+	out  bytes.Buffer
+	done chan struct{}
+	err  error
+}
+
+func (b *bridge) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.out.Write(p)
+}
+
+func (b *bridge) log() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.out.String()
+}
+
+func startBridge(t *testing.T, env []string, args ...string) *bridge {
+	t.Helper()
+	b := &bridge{done: make(chan struct{})}
+	b.cmd = exec.Command(binPath, args...)
+	b.cmd.Env = append(os.Environ(), env...)
+	b.cmd.Stdout, b.cmd.Stderr = b, b
+	if err := b.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { b.err = b.cmd.Wait(); close(b.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-b.done:
+		default:
+			_ = b.cmd.Process.Kill()
+			<-b.done
+		}
+		if t.Failed() {
+			t.Logf("bridge log:\n%s", tail(b.log(), 60))
+		}
+	})
+	return b
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// stop sends SIGTERM and requires a clean exit.
+func (b *bridge) stop(t *testing.T) {
+	t.Helper()
+	_ = b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("bridge did not stop within 2 minutes after SIGTERM")
+	}
+	if b.err != nil {
+		t.Fatalf("bridge exited with %v after SIGTERM; log:\n%s", b.err, tail(b.log(), 40))
+	}
+}
+
+// exited waits for the process to die on its own (crash tests).
+func (b *bridge) exited(t *testing.T, within time.Duration) {
+	t.Helper()
+	select {
+	case <-b.done:
+	case <-time.After(within):
+		t.Fatalf("bridge still running after %v; log:\n%s", within, tail(b.log(), 40))
+	}
+}
+
+func (b *bridge) running() bool {
+	select {
+	case <-b.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func pgConn(t *testing.T, pg *harness.Postgres) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), pg.SuperURL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func exec1(t *testing.T, conn *pgx.Conn, sql string, args ...any) int64 {
+	t.Helper()
+	tag, err := conn.Exec(context.Background(), sql, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return tag.RowsAffected()
+}
+
+func lsnOf(t *testing.T, conn *pgx.Conn, sql string, args ...any) pglogrepl.LSN {
+	t.Helper()
+	var s *string
+	if err := conn.QueryRow(context.Background(), sql, args...).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	if s == nil {
+		return 0
+	}
+	l, err := pglogrepl.ParseLSN(*s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// waitCaughtUp waits until the slot has acknowledged everything written so
+// far: every change is committed to Iceberg.
+func waitCaughtUp(t *testing.T, conn *pgx.Conn, slot string, b *bridge) {
+	t.Helper()
+	want := lsnOf(t, conn, "SELECT pg_current_wal_lsn()::text")
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		got := lsnOf(t, conn, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", slot)
+		if got >= want {
+			return
+		}
+		if b != nil && !b.running() {
+			t.Fatalf("bridge exited (%v) before catching up; log:\n%s", b.err, tail(b.log(), 40))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("slot %s did not reach %s within 3 minutes", slot, want)
+}
+
+// row is a row in canonical text form: column → text (nil for NULL).
+type row map[string]any
+
+func rowsKey(rows []row, key string) map[string]row {
+	out := make(map[string]row, len(rows))
+	for _, r := range rows {
+		out[fmt.Sprint(r[key])] = r
+	}
+	return out
+}
+
+// pgRows reads a table as canonical JSON rows (see pyiceberg_dump.py).
+func pgRows(t *testing.T, conn *pgx.Conn, selectList, from string) []row {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), fmt.Sprintf("SELECT row_to_json(x)::text FROM (SELECT %s FROM %s) x", selectList, from))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []row
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		var r row
+		if err := json.Unmarshal([]byte(s), &r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// pyicebergRows reads an Iceberg table with pyiceberg.
+func pyicebergRows(t *testing.T, tg target, table string) []row {
+	t.Helper()
+	args := []string{"readers/pyiceberg_dump.py", "--catalog-uri", "sqlite:///" + mustAbs(t, tg.catalog), "--catalog-name", "pg2iceberg", "--table", table}
+	if tg.s3 != nil {
+		args = append(args, "--warehouse", tg.warehouse, "--s3-endpoint", tg.s3.Endpoint, "--s3-region", tg.s3.Region)
+	} else {
+		args = append(args, "--warehouse", "file://"+mustAbs(t, tg.warehouse))
+	}
+	cmd := exec.Command("python3", args...)
+	cmd.Env = append(os.Environ(), tg.env()...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pyiceberg read of %s: %v\n%s", table, err, stderr.String())
+	}
+	var rows []row
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line == "" {
+			continue
+		}
+		var r row
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("pyiceberg output %q: %v", line, err)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func mustAbs(t *testing.T, p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// compareRows requires got and want to hold the same rows by key.
+func compareRows(t *testing.T, reader, table, key string, got, want []row) {
+	t.Helper()
+	g, w := rowsKey(got, key), rowsKey(want, key)
+	if len(got) != len(g) {
+		t.Errorf("%s %s: %d rows but %d distinct keys: duplicates", reader, table, len(got), len(g))
+	}
+	var diffs []string
+	for k, wr := range w {
+		gr, ok := g[k]
+		if !ok {
+			diffs = append(diffs, fmt.Sprintf("missing %s=%s", key, k))
+			continue
+		}
+		for col, wv := range wr {
+			if fmt.Sprint(gr[col]) != fmt.Sprint(wv) {
+				diffs = append(diffs, fmt.Sprintf("%s=%s column %s = %v, want %v", key, k, col, gr[col], wv))
+			}
+		}
+	}
+	for k := range g {
+		if _, ok := w[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("extra %s=%s", key, k))
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 0 {
+		if len(diffs) > 15 {
+			diffs = append(diffs[:15], fmt.Sprintf("... %d more", len(diffs)-15))
+		}
+		t.Errorf("%s read of %s differs from PostgreSQL (%d rows, want %d):\n  %s", reader, table, len(got), len(want), strings.Join(diffs, "\n  "))
+	} else {
+		t.Logf("%s read of %s: %d rows equal to PostgreSQL", reader, table, len(got))
+	}
+}
