@@ -256,4 +256,3 @@ func TestMixedWorkloadS3(t *testing.T) { runMixed(t, s3Target(t), "") }
 func TestCrashBeforeCommit(t *testing.T) { runMixed(t, localTarget(t), "before-commit:3") }
 
 func TestCrashAfterCommitBeforeAck(t *testing.T) { runMixed(t, localTarget(t), "after-commit:4") }
-

@@ -223,6 +223,11 @@ func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 // transaction.
 func (s *stream) replay(ctx context.Context, m *decode.StreamCommit) error {
 	s.inTx = true
+	var spooled int64
+	if sf := s.spool.files[m.XID]; sf != nil {
+		spooled = sf.bytes
+	}
+	s.log.Info("streamed transaction committed", "xid", m.XID, "spooled_bytes", spooled, "commit_lsn", m.CommitLSN)
 	s.sink.Begin(m.XID, m.CommitLSN, m.CommitTime)
 	err := s.spool.replay(m.XID, func(data []byte) error {
 		msg, err := s.dec.DecodeStreamed(data)

@@ -1,0 +1,99 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pg2iceberg/pg2iceberg/integration/harness"
+)
+
+// An idle publication must not hold WAL back: with writes only to an
+// unpublished table, the slot's confirmed_flush_lsn keeps advancing.
+func TestIdlePublicationAdvancesSlot(t *testing.T) {
+	ctx := context.Background()
+	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
+	if err := pg.Exec(ctx, shopSchema); err != nil {
+		t.Fatal(err)
+	}
+	conn := pgConn(t, pg)
+	tg := localTarget(t)
+	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	waitSlot(t, conn, "pg2iceberg_shop_pub", b)
+	waitCaughtUp(t, conn, "pg2iceberg_shop_pub", b)
+	start := lsnOf(t, conn, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'pg2iceberg_shop_pub'")
+	for i := 0; i < 20; i++ {
+		exec1(t, conn, "INSERT INTO shop.unpublished (v) SELECT repeat('x', 100) FROM generate_series(1, 500)")
+		time.Sleep(100 * time.Millisecond)
+	}
+	target := lsnOf(t, conn, "SELECT pg_current_wal_lsn()::text")
+	waitCaughtUp(t, conn, "pg2iceberg_shop_pub", b)
+	end := lsnOf(t, conn, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'pg2iceberg_shop_pub'")
+	if end < target || end <= start {
+		t.Fatalf("confirmed_flush_lsn moved from %s to %s; want at least %s", start, end, target)
+	}
+	t.Logf("confirmed_flush_lsn advanced from %s to %s with only unpublished writes", start, end)
+	b.stop(t)
+}
+
+// A single 1,000,000-row transaction arrives complete (streamed by the
+// server, spooled to disk) and the bridge's peak RSS stays under 512 MiB.
+func TestLargeTransaction(t *testing.T) {
+	const rows = 1_000_000
+	ctx := context.Background()
+	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
+	if err := pg.Exec(ctx, `CREATE TABLE big (id int PRIMARY KEY, v text, n bigint, at timestamptz);
+		CREATE PUBLICATION big_pub FOR TABLE big;`); err != nil {
+		t.Fatal(err)
+	}
+	conn := pgConn(t, pg)
+	tg := localTarget(t)
+	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "big_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	waitSlot(t, conn, "pg2iceberg_big_pub", b)
+	exec1(t, conn, "INSERT INTO big SELECT g, 'value ' || g, g * 7, now() FROM generate_series(1, $1) g", rows)
+	waitCaughtUp(t, conn, "pg2iceberg_big_pub", b)
+	hwm := peakRSS(t, b.cmd.Process.Pid)
+	b.stop(t)
+	if !strings.Contains(b.log(), "streamed transaction committed") {
+		t.Fatalf("the transaction did not arrive streamed (spooled to disk); log:\n%s", tail(b.log(), 20))
+	}
+	got := icegoRows(t, tg, "public.big")
+	if len(got) != rows {
+		t.Fatalf("mirror has %d rows, want %d", len(got), rows)
+	}
+	seen := make(map[string]bool, rows)
+	for _, r := range got {
+		seen[r["id"].(string)] = true
+	}
+	if len(seen) != rows {
+		t.Fatalf("mirror has %d distinct ids, want %d", len(seen), rows)
+	}
+	t.Logf("1,000,000-row transaction: mirror complete; bridge peak RSS %d MiB", hwm>>20)
+	if hwm > 512<<20 {
+		t.Errorf("peak RSS %d MiB, want under 512 MiB", hwm>>20)
+	}
+}
+
+// peakRSS reads VmHWM of a live process.
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc status")
+	return 0
+}
