@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"fmt"
+	"math"
 )
 
 // Microsecond counts.
@@ -147,6 +148,8 @@ func ParseTime(text []byte) (int64, error) {
 	return us, nil
 }
 
+var errTimestampRange = fmt.Errorf("out of range for a microsecond timestamp")
+
 // ParseTimestamp parses a timestamp's ISO text form into microseconds since
 // 1970-01-01 00:00:00 UTC. With withZone the value must carry a UTC offset
 // (timestamptz), which is applied.
@@ -182,10 +185,16 @@ func ParseTimestamp(text []byte, withZone bool) (int64, error) {
 		}
 		secs := h * 3600
 		if p.lit(':') {
-			m, _ := p.num(2, 2)
+			m, ok := p.num(2, 2)
+			if !ok || m > 59 {
+				return 0, fmt.Errorf("bad UTC offset")
+			}
 			secs += m * 60
 			if p.lit(':') {
-				s, _ := p.num(2, 2)
+				s, ok := p.num(2, 2)
+				if !ok || s > 59 {
+					return 0, fmt.Errorf("bad UTC offset")
+				}
 				secs += s
 			}
 		}
@@ -194,5 +203,14 @@ func ParseTimestamp(text []byte, withZone bool) (int64, error) {
 	if rest := p.s[p.pos:]; rest != "" && rest != " BC" {
 		return 0, fmt.Errorf("not an ISO timestamp")
 	}
-	return d*usPerDay + us - offset, nil
+	// Microseconds since the epoch must fit an int64 (about ±292,000 years).
+	if d > math.MaxInt64/usPerDay || d < math.MinInt64/usPerDay {
+		return 0, errTimestampRange
+	}
+	base, delta := d*usPerDay, us-offset
+	v := base + delta
+	if (delta > 0 && v < base) || (delta < 0 && v > base) {
+		return 0, errTimestampRange
+	}
+	return v, nil
 }
