@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/urfave/cli/v2"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
@@ -91,6 +92,7 @@ func main() {
 					&cli.StringFlag{Name: "memory-limit", EnvVars: env("memory-limit"), Value: "512MiB", Usage: "soft memory limit of the process (Go GOMEMLIMIT syntax: 512MiB, 2GiB)"},
 					&cli.BoolFlag{Name: "no-changelog", EnvVars: env("no-changelog"), Usage: "do not write <table>__changelog tables"},
 					&cli.StringFlag{Name: "spool-dir", EnvVars: env("spool-dir"), Usage: "directory for large in-progress transactions (default: the system temp dir)"},
+					&cli.StringFlag{Name: "metrics-addr", EnvVars: env("metrics-addr"), Usage: "serve Prometheus metrics at /metrics and progress as JSON at /status, e.g. 127.0.0.1:9187"},
 				},
 				Action: runCmd,
 			},
@@ -218,9 +220,34 @@ func runCmd(c *cli.Context) error {
 		start = ns.ConsistentPoint
 	}
 
-	err = replication.Stream(ctx, repl, replication.StreamConfig{
-		Slot: slot, Publication: pub, Start: start, SpoolDir: c.String("spool-dir"),
-	}, sink, log)
+	progress := &replication.Progress{}
+	if addr := c.String("metrics-addr"); addr != "" {
+		srv, err := serveMetrics(addr, progress, sink.Stats(), log)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+	}
+	backoff := time.Second
+	for {
+		err = replication.Stream(ctx, repl, replication.StreamConfig{
+			Slot: slot, Publication: pub, Start: start, SpoolDir: c.String("spool-dir"), Progress: progress,
+		}, sink, log)
+		var retry interface{ Retryable() bool }
+		if err == nil || !errors.As(err, &retry) || !retry.Retryable() || sink.InTransaction() {
+			break
+		}
+		// Between transactions: commit what arrived, then resume from it.
+		log.Warn("replication connection lost; reconnecting", "error", err, "backoff", backoff)
+		if err := sink.Flush(ctx); err != nil {
+			return err
+		}
+		repl.Close(context.Background())
+		if repl, err = reconnect(ctx, source, &backoff, log); err != nil {
+			return err
+		}
+		start = sink.Durable()
+	}
 	if err != nil {
 		return err
 	}
@@ -235,6 +262,26 @@ func runCmd(c *cli.Context) error {
 	}
 	log.Info("stopped", "lsn", sink.Durable())
 	return nil
+}
+
+// reconnect opens a new replication connection, waiting with exponential
+// backoff (at most 30s) between attempts until ctx is done.
+func reconnect(ctx context.Context, source string, backoff *time.Duration, log *slog.Logger) (*pgconn.PgConn, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(*backoff):
+		}
+		conn, err := replication.ConnectReplication(ctx, source)
+		if err == nil {
+			*backoff = time.Second
+			log.Info("reconnected")
+			return conn, nil
+		}
+		*backoff = min(*backoff*2, 30*time.Second)
+		log.Warn("reconnect failed", "error", err, "next_attempt_in", *backoff)
+	}
 }
 
 func statusCmd(c *cli.Context) error {
@@ -266,7 +313,14 @@ func statusCmd(c *cli.Context) error {
 	var lines []string
 	for _, rel := range rels {
 		mid, cid := iceberg.Identifiers(rel.Schema, rel.Name)
+		if len(rel.KeyColumns()) == 0 {
+			lines = append(lines, fmt.Sprintf("%-40s no mirror: the table has no primary key or replica identity", strings.Join(mid, ".")))
+			mid = nil
+		}
 		for _, ident := range [][]string{mid, cid} {
+			if ident == nil {
+				continue
+			}
 			name := strings.Join(ident, ".")
 			tbl, err := cat.LoadTable(ctx, ident)
 			if err != nil {

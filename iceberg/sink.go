@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -76,6 +78,32 @@ type Sink struct {
 	durable    decode.LSN // every transaction ending at or below is committed
 	pending    int        // changes in this flush, all tables
 	flushStart time.Time
+
+	stats Stats
+}
+
+// Stats are the sink's counters, readable from any goroutine.
+type Stats struct {
+	Changes atomic.Int64 // row changes applied
+	Flushes atomic.Int64 // flushes committed
+	// tables holds the []TableStatus of the last flush.
+	tables atomic.Pointer[[]TableStatus]
+}
+
+// Tables returns every Iceberg table's watermark as of the last flush.
+func (st *Stats) Tables() []TableStatus {
+	if p := st.tables.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Stats returns the sink's counters.
+func (s *Sink) Stats() *Stats { return &s.stats }
+
+func (s *Sink) publishStatus() {
+	st := s.Status()
+	s.stats.tables.Store(&st)
 }
 
 // NewSink returns a Sink writing through cat.
@@ -131,6 +159,7 @@ func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 		}
 	}
 	s.tables[rel.ID] = st
+	s.publishStatus()
 	return nil
 }
 
@@ -316,6 +345,9 @@ func (s *Sink) Flush(ctx context.Context) error {
 		}
 	}
 	s.pending, s.flushStart, s.durable = 0, time.Time{}, s.lastEnd
+	s.stats.Changes.Add(int64(rows))
+	s.stats.Flushes.Add(1)
+	s.publishStatus()
 	crashPoint("after-commit")
 	s.log.Info("batch committed", "tables", tables, "changes", rows, "lsn", s.lastEnd, "elapsed", time.Since(start).Round(time.Millisecond))
 	return nil
@@ -324,6 +356,9 @@ func (s *Sink) Flush(ctx context.Context) error {
 // Durable returns the LSN up to which every source transaction is committed
 // to Iceberg (or touched no table of ours): the LSN to acknowledge.
 func (s *Sink) Durable() decode.LSN { return s.durable }
+
+// InTransaction reports whether a source transaction is partly applied.
+func (s *Sink) InTransaction() bool { return s.txOpen }
 
 // Idle reports whether nothing is pending and no transaction is open.
 func (s *Sink) Idle() bool { return !s.txOpen && s.pending == 0 }
@@ -345,6 +380,7 @@ func (s *Sink) Status() []TableStatus {
 			}
 		}
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Table < out[j].Table })
 	return out
 }
 

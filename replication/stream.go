@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -42,8 +43,8 @@ type StreamConfig struct {
 	TickInterval time.Duration
 	// SpoolDir holds streamed in-progress transactions (default: temp dir).
 	SpoolDir string
-	// OnAck, when set, is called after each standby status with the LSN sent.
-	OnAck func(decode.LSN)
+	// Progress, when set, is updated with the stream's position.
+	Progress *Progress
 }
 
 // stream is the state of one replication session.
@@ -59,6 +60,8 @@ type stream struct {
 	walEnd  decode.LSN
 	acked   decode.LSN
 	lastAck time.Time
+
+	progress *Progress
 }
 
 // Stream runs START_REPLICATION and feeds the sink until ctx is done or an
@@ -78,7 +81,10 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, cfg StreamConfig, sink Sin
 		return err
 	}
 	defer sp.close()
-	s := &stream{cfg: cfg, conn: conn, sink: sink, log: log, spool: sp}
+	s := &stream{cfg: cfg, conn: conn, sink: sink, log: log, spool: sp, progress: cfg.Progress}
+	if s.progress == nil {
+		s.progress = &Progress{}
+	}
 	opts := pglogrepl.StartReplicationOptions{PluginArgs: []string{
 		"proto_version '2'",
 		fmt.Sprintf("publication_names '%s'", cfg.Publication),
@@ -130,11 +136,16 @@ func (s *stream) run(ctx context.Context) error {
 			if pgconn.Timeout(err) {
 				continue
 			}
-			return fmt.Errorf("receive replication message: %w", err)
+			return &ConnError{Op: "receive replication message", Err: err}
 		}
 		switch m := raw.(type) {
 		case *pgproto3.ErrorResponse:
-			return fmt.Errorf("replication stream: %w", pgconn.ErrorResponseToPgError(m))
+			pgErr := pgconn.ErrorResponseToPgError(m)
+			if strings.HasPrefix(pgErr.Code, "57") || strings.HasPrefix(pgErr.Code, "08") {
+				// Terminated by an administrator, shutdown, connection failure.
+				return &ConnError{Op: "replication stream", Err: pgErr}
+			}
+			return fmt.Errorf("replication stream: %w", pgErr)
 		case *pgproto3.CopyData:
 			if err := s.copyData(ctx, m.Data, &nextStatus); err != nil {
 				return err
@@ -158,6 +169,7 @@ func (s *stream) copyData(ctx context.Context, data []byte, nextStatus *time.Tim
 		if k.ServerWALEnd > s.walEnd {
 			s.walEnd = k.ServerWALEnd
 		}
+		storeMax(&s.progress.walEnd, k.ServerWALEnd)
 		if k.ReplyRequested {
 			*nextStatus = time.Time{}
 		}
@@ -169,6 +181,8 @@ func (s *stream) copyData(ctx context.Context, data []byte, nextStatus *time.Tim
 		if x.ServerWALEnd > s.walEnd {
 			s.walEnd = x.ServerWALEnd
 		}
+		storeMax(&s.progress.walEnd, x.ServerWALEnd)
+		storeMax(&s.progress.received, x.WALStart+decode.LSN(len(x.WALData)))
 		return s.message(ctx, x.WALData)
 	}
 	return nil
@@ -261,16 +275,14 @@ func (s *stream) sendStatus(ctx context.Context) error {
 		WALApplyPosition: ack,
 	})
 	if err != nil {
-		return fmt.Errorf("send standby status: %w", err)
+		return &ConnError{Op: "send standby status", Err: err}
 	}
 	if ack != s.acked {
 		s.log.Debug("acknowledged", "lsn", ack)
 	}
 	s.acked = ack
 	s.lastAck = time.Now()
-	if s.cfg.OnAck != nil {
-		s.cfg.OnAck(ack)
-	}
+	storeMax(&s.progress.acked, ack)
 	return nil
 }
 
@@ -284,3 +296,14 @@ func FinalStatus(ctx context.Context, conn *pgconn.PgConn, lsn decode.LSN) error
 	}
 	return nil
 }
+
+// ConnError is a lost or broken replication connection: reconnecting and
+// resuming from the durable LSN is safe when no transaction is half applied.
+type ConnError struct {
+	Op  string
+	Err error
+}
+
+func (e *ConnError) Error() string   { return e.Op + ": " + e.Err.Error() }
+func (e *ConnError) Unwrap() error   { return e.Err }
+func (e *ConnError) Retryable() bool { return true }

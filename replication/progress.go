@@ -1,0 +1,43 @@
+package replication
+
+import (
+	"sync/atomic"
+
+	"github.com/pg2iceberg/pg2iceberg/decode"
+)
+
+// Progress is the stream's position, readable from any goroutine (metrics,
+// status endpoint) while Stream writes it.
+type Progress struct {
+	received atomic.Uint64 // end of the last WAL message received
+	acked    atomic.Uint64 // last flush position sent to the server
+	walEnd   atomic.Uint64 // the server's WAL end, from keepalives
+}
+
+// Received is the end of the last WAL message received.
+func (p *Progress) Received() decode.LSN { return decode.LSN(p.received.Load()) }
+
+// Acked is the last flush position acknowledged to the server.
+func (p *Progress) Acked() decode.LSN { return decode.LSN(p.acked.Load()) }
+
+// ServerWALEnd is the server's WAL end as last reported.
+func (p *Progress) ServerWALEnd() decode.LSN { return decode.LSN(p.walEnd.Load()) }
+
+// LagBytes is how much WAL the server holds for this slot beyond what is
+// acknowledged.
+func (p *Progress) LagBytes() int64 {
+	end, acked := p.ServerWALEnd(), p.Acked()
+	if end < acked {
+		return 0
+	}
+	return int64(end - acked)
+}
+
+func storeMax(a *atomic.Uint64, v decode.LSN) {
+	for {
+		old := a.Load()
+		if uint64(v) <= old || a.CompareAndSwap(old, uint64(v)) {
+			return
+		}
+	}
+}
