@@ -190,11 +190,18 @@ func runCmd(c *cli.Context) error {
 			return fmt.Errorf("slot %q uses plugin %q, not pgoutput: choose another --slot", slot, info.Plugin)
 		}
 		done, notDone := sink.CopyState()
+		// Streaming starts only after every copy is done, and the slot's
+		// confirmed position moves only once streaming runs: a slot still at
+		// the copies' LSN means the initial copy itself was interrupted.
+		interrupted := len(notDone) > 0
+		for _, rel := range done {
+			if lsn, _ := sink.CopyLSN(rel.ID); lsn != info.ConfirmedFlush {
+				interrupted = false
+			}
+		}
 		switch {
-		case len(notDone) > 0 && len(done) > 0:
-			return fmt.Errorf("table %s has no complete initial copy, but others are streaming: tables added to the publication after the first start are not copied yet; remove it from the publication, or start over with a new --slot and warehouse", notDone[0].QualifiedName())
-		case len(notDone) > 0:
-			log.Warn("the initial copy did not finish: starting it over", "slot", slot)
+		case interrupted:
+			log.Warn("the initial copy did not finish: starting it over", "slot", slot, "copied", len(done), "not_copied", len(notDone))
 			if err := replication.DropSlot(ctx, conn, slot); err != nil {
 				return err
 			}
@@ -205,6 +212,8 @@ func runCmd(c *cli.Context) error {
 				return err
 			}
 			slotExists = false
+		case len(notDone) > 0:
+			return fmt.Errorf("table %s has no complete initial copy, but others are streaming: tables added to the publication after the first start are not copied yet; remove it from the publication, or start over with a new --slot and warehouse", notDone[0].QualifiedName())
 		}
 	}
 	var start decode.LSN
@@ -259,6 +268,10 @@ func runCmd(c *cli.Context) error {
 	}
 	if err := replication.FinalStatus(fctx, repl, sink.Durable()); err != nil {
 		return err
+	}
+	if err := sink.SaveIndexes(); err != nil {
+		// Only a cache: the next start rebuilds it from the tables.
+		log.Warn("key index not saved", "error", err)
 	}
 	log.Info("stopped", "lsn", sink.Durable())
 	return nil

@@ -53,6 +53,9 @@ type Relation struct {
 	// 'f' (full) or 'i' (index).
 	ReplicaIdentity byte
 	Columns         []Column
+	// RowFilter is the publication's row filter (a SQL expression), from the
+	// catalog; the initial copy applies it as pgoutput does to changes.
+	RowFilter string
 }
 
 // QualifiedName is schema.name.

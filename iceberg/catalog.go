@@ -47,6 +47,13 @@ func (c CatalogConfig) Validate() error {
 	if strings.Contains(c.Warehouse, "://") && !strings.HasPrefix(c.Warehouse, "s3://") && !strings.HasPrefix(c.Warehouse, "file://") {
 		errs = append(errs, fmt.Errorf("warehouse %q: only local directories and s3://bucket/prefix are supported", c.Warehouse))
 	}
+	if strings.Contains(c.Catalog, "://") {
+		switch scheme, _, _ := strings.Cut(c.Catalog, "://"); scheme {
+		case "http", "https", "postgres", "postgresql":
+		default:
+			errs = append(errs, fmt.Errorf("catalog %s: use a SQLite file path, postgres://... or http(s)://... (a REST catalog)", redactURL(c.Catalog)))
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -14,6 +14,32 @@ import (
 // complete, at the slot's consistent point.
 const PropCopyLSN = "pg2iceberg.copy-lsn"
 
+// BeginCopy deletes whatever the mirror holds (a copy from an earlier slot)
+// in the same commit as the new copy, so rows deleted at the source since
+// do not survive.
+func (s *Sink) BeginCopy(relID uint32) {
+	st, ok := s.tables[relID]
+	if !ok || st.mirror == nil || len(st.mirror.index) == 0 {
+		return
+	}
+	s.log.Warn("mirror already holds rows: the new copy replaces them", "table", st.mirror.name(), "rows", len(st.mirror.index))
+	st.mirror.truncate()
+}
+
+// CopyLSN returns the LSN a mirror's initial copy was taken at.
+func (s *Sink) CopyLSN(relID uint32) (decode.LSN, bool) {
+	st, ok := s.tables[relID]
+	if !ok || st.mirror == nil {
+		return 0, false
+	}
+	v, ok := st.mirror.tbl.Properties()[PropCopyLSN]
+	if !ok {
+		return 0, false
+	}
+	lsn, err := parseLSNProp(v)
+	return lsn, err == nil
+}
+
 // CopyRow writes one row of a table's initial copy to its mirror.
 func (s *Sink) CopyRow(relID uint32, row decode.Tuple) error {
 	st, ok := s.tables[relID]
@@ -50,6 +76,7 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 		return fmt.Errorf("mark copy of %s complete: %w", m.name(), err)
 	}
 	m.tbl = tbl
+	crashPoint("copy-done")
 	if m.watermark < lsn {
 		m.watermark = lsn
 	}

@@ -64,6 +64,9 @@ func newFileWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec
 	wp := parquet.NewWriterProperties(
 		parquet.WithCompression(compress.Codecs.Zstd),
 		parquet.WithStats(true),
+		// Iceberg's Parquet mapping: decimals of precision <= 9 as INT32,
+		// <= 18 as INT64, larger as FIXED_LEN_BYTE_ARRAY.
+		parquet.WithStoreDecimalAsInteger(true),
 		parquet.WithMaxRowGroupLength(rowGroupRows),
 		parquet.WithAllocator(memory.DefaultAllocator),
 	)

@@ -136,10 +136,14 @@ func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 			return err
 		}
 		start := time.Now()
-		if err := st.mirror.rebuildIndex(ctx); err != nil {
-			return err
+		if err := st.mirror.loadIndex(); err == nil {
+			s.log.Info("key index loaded", "table", rel.QualifiedName(), "rows", len(st.mirror.index), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
+		} else {
+			if err := st.mirror.rebuildIndex(ctx); err != nil {
+				return err
+			}
+			s.log.Info("key index rebuilt", "table", rel.QualifiedName(), "rows", len(st.mirror.index), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
 		}
-		s.log.Info("key index rebuilt", "table", rel.QualifiedName(), "rows", len(st.mirror.index), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
 	} else {
 		s.log.Warn("table has no primary key or replica identity index: it gets a changelog only; set REPLICA IDENTITY FULL or add a primary key to mirror it",
 			"table", rel.QualifiedName())
@@ -356,6 +360,21 @@ func (s *Sink) Flush(ctx context.Context) error {
 // Durable returns the LSN up to which every source transaction is committed
 // to Iceberg (or touched no table of ours): the LSN to acknowledge.
 func (s *Sink) Durable() decode.LSN { return s.durable }
+
+// SaveIndexes persists every mirror's key index for its current snapshot,
+// so the next start can skip reading the tables. Call after a final Flush.
+func (s *Sink) SaveIndexes() error {
+	if s.txOpen || s.pending > 0 {
+		return errors.New("save key indexes with changes pending")
+	}
+	var errs []error
+	for _, st := range s.tables {
+		if st.mirror != nil {
+			errs = append(errs, st.mirror.saveIndex())
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // InTransaction reports whether a source transaction is partly applied.
 func (s *Sink) InTransaction() bool { return s.txOpen }

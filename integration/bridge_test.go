@@ -205,7 +205,7 @@ func lsnOf(t *testing.T, conn *pgx.Conn, sql string, args ...any) pglogrepl.LSN 
 // far: every change is committed to Iceberg.
 func waitCaughtUp(t *testing.T, conn *pgx.Conn, slot string, b *bridge) {
 	t.Helper()
-	want := lsnOf(t, conn, "SELECT pg_current_wal_lsn()::text")
+	want := lsnOf(t, conn, "SELECT pg_current_wal_insert_lsn()::text")
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
 		got := lsnOf(t, conn, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", slot)

@@ -29,7 +29,7 @@ func TestIdlePublicationAdvancesSlot(t *testing.T) {
 		exec1(t, conn, "INSERT INTO shop.unpublished (v) SELECT repeat('x', 100) FROM generate_series(1, 500)")
 		time.Sleep(100 * time.Millisecond)
 	}
-	target := lsnOf(t, conn, "SELECT pg_current_wal_lsn()::text")
+	target := lsnOf(t, conn, "SELECT pg_current_wal_insert_lsn()::text")
 	waitCaughtUp(t, conn, "pg2iceberg_shop_pub", b)
 	end := lsnOf(t, conn, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'pg2iceberg_shop_pub'")
 	if end < target || end <= start {

@@ -53,7 +53,7 @@ func (e *UnsupportedTypeError) Error() string {
 	if name == "" {
 		name = fmt.Sprintf("oid %d", e.OID)
 	}
-	return fmt.Sprintf("%s.%s: type %s has no Iceberg mapping yet; exclude the column from the publication (CREATE PUBLICATION ... (col, ...)) or cast it in a view", e.Table, e.Column, name)
+	return fmt.Sprintf("%s.%s: type %s has no Iceberg mapping yet; leave the column out of the publication with a column list: ALTER PUBLICATION <publication> SET TABLE %s (<the other columns>)", e.Table, e.Column, name, e.Table)
 }
 
 // MaxDecimalPrecision is the largest decimal precision Iceberg supports.

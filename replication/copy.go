@@ -14,6 +14,9 @@ import (
 
 // CopySink receives the rows of an initial copy.
 type CopySink interface {
+	// BeginCopy starts a table's copy: rows already in its mirror (from an
+	// earlier slot) are deleted by the copy's commit.
+	BeginCopy(relID uint32)
 	CopyRow(relID uint32, row decode.Tuple) error
 	FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) error
 }
@@ -30,6 +33,7 @@ func CopyTables(ctx context.Context, conn *pgx.Conn, slot NewSlot, rels []*decod
 		return fmt.Errorf("import snapshot %s: %w", slot.SnapshotName, err)
 	}
 	for _, rel := range rels {
+		sink.BeginCopy(rel.ID)
 		if err := copyTable(ctx, tx, rel, sink, log); err != nil {
 			return err
 		}
@@ -47,7 +51,11 @@ func copyTable(ctx context.Context, tx pgx.Tx, rel *decode.Relation, sink CopySi
 	for i, c := range rel.Columns {
 		cols[i] = decode.QuoteIdent(c.Name)
 	}
-	sql := fmt.Sprintf("COPY (SELECT %s FROM %s.%s) TO STDOUT", strings.Join(cols, ", "), decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name))
+	sql := fmt.Sprintf("COPY (SELECT %s FROM %s.%s", strings.Join(cols, ", "), decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name))
+	if rel.RowFilter != "" {
+		sql += " WHERE " + rel.RowFilter
+	}
+	sql += ") TO STDOUT"
 	w := &copyWriter{rel: rel, sink: sink, log: log, estimate: int64(estimate), start: time.Now(), lastLog: time.Now()}
 	log.Info("copy started", "table", rel.QualifiedName(), "estimated_rows", w.estimate)
 	if _, err := tx.Conn().PgConn().CopyTo(ctx, w, sql); err != nil {

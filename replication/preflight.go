@@ -98,7 +98,7 @@ func Preflight(ctx context.Context, conn *pgx.Conn, publication string) ([]*deco
 // columns in attnum order (pgoutput's order).
 func publishedTables(ctx context.Context, conn *pgx.Conn, publication string) ([]*decode.Relation, error) {
 	rows, err := conn.Query(ctx, `
-		SELECT c.oid, pt.schemaname, pt.tablename, c.relreplident, pt.attnames
+		SELECT c.oid, pt.schemaname, pt.tablename, c.relreplident, pt.attnames, COALESCE(pt.rowfilter, '')
 		FROM pg_publication_tables pt
 		JOIN pg_namespace n ON n.nspname = pt.schemaname
 		JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename
@@ -116,7 +116,7 @@ func publishedTables(ctx context.Context, conn *pgx.Conn, publication string) ([
 		var p pub
 		p.rel = &decode.Relation{}
 		var ident string
-		if err := rows.Scan(&p.rel.ID, &p.rel.Schema, &p.rel.Name, &ident, &p.names); err != nil {
+		if err := rows.Scan(&p.rel.ID, &p.rel.Schema, &p.rel.Name, &ident, &p.names, &p.rel.RowFilter); err != nil {
 			return nil, fmt.Errorf("list tables of publication %q: %w", publication, err)
 		}
 		p.rel.ReplicaIdentity = ident[0]

@@ -99,6 +99,9 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, cfg StreamConfig, sink Sin
 }
 
 func (s *stream) run(ctx context.Context) error {
+	// A flush, once started, finishes even when ctx is cancelled (SIGTERM):
+	// the sink gets a context that is never cancelled.
+	sinkCtx := context.WithoutCancel(ctx)
 	nextStatus := time.Now().Add(s.cfg.StatusInterval)
 	nextTick := time.Now().Add(s.cfg.TickInterval)
 	for {
@@ -106,7 +109,7 @@ func (s *stream) run(ctx context.Context) error {
 		if !now.Before(nextTick) {
 			nextTick = now.Add(s.cfg.TickInterval)
 			if !s.inTx {
-				if err := s.sink.Tick(ctx, now); err != nil {
+				if err := s.sink.Tick(sinkCtx, now); err != nil {
 					return err
 				}
 			}
@@ -115,7 +118,7 @@ func (s *stream) run(ctx context.Context) error {
 			}
 		}
 		if !now.Before(nextStatus) {
-			if err := s.sendStatus(ctx); err != nil {
+			if err := s.sendStatus(sinkCtx); err != nil {
 				return err
 			}
 			nextStatus = now.Add(s.cfg.StatusInterval)
@@ -147,7 +150,7 @@ func (s *stream) run(ctx context.Context) error {
 			}
 			return fmt.Errorf("replication stream: %w", pgErr)
 		case *pgproto3.CopyData:
-			if err := s.copyData(ctx, m.Data, &nextStatus); err != nil {
+			if err := s.copyData(sinkCtx, m.Data, &nextStatus); err != nil {
 				return err
 			}
 		default:

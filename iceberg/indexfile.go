@@ -1,0 +1,137 @@
+package iceberg
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+)
+
+// The key index is persisted beside the table's metadata, keyed by the
+// snapshot it reflects, so a restart need not read every data file:
+// <table location>/metadata/pg2iceberg-keyindex.bin. A file for another
+// snapshot (a commit since, or a snapshot written by someone else) or a
+// damaged file is ignored and the index is rebuilt from the table.
+const indexFileName = "/metadata/pg2iceberg-keyindex.bin"
+
+var indexMagic = []byte("PG2IKIX1")
+
+func (m *mirror) indexPath() string { return m.tbl.Location() + indexFileName }
+
+// saveIndex writes the index for the current snapshot. Call it only when
+// nothing is pending.
+func (m *mirror) saveIndex() error {
+	snap := m.tbl.CurrentSnapshot()
+	if snap == nil || m.pending != nil || len(m.deletes) > 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	buf.Write(indexMagic)
+	buf.Write(binary.BigEndian.AppendUint64(nil, uint64(snap.SnapshotID)))
+	buf.Write(binary.AppendUvarint(nil, uint64(len(m.files))))
+	for _, f := range m.files {
+		buf.Write(binary.AppendUvarint(nil, uint64(len(f))))
+		buf.WriteString(f)
+	}
+	buf.Write(binary.AppendUvarint(nil, uint64(len(m.index))))
+	var tmp []byte
+	for k, l := range m.index {
+		tmp = binary.AppendUvarint(tmp[:0], uint64(len(k)))
+		tmp = append(tmp, k...)
+		tmp = binary.AppendUvarint(tmp, uint64(l.file))
+		tmp = binary.AppendUvarint(tmp, uint64(l.pos))
+		buf.Write(tmp)
+	}
+	buf.Write(binary.BigEndian.AppendUint32(nil, crc32.ChecksumIEEE(buf.Bytes())))
+	if err := m.fs.WriteFile(m.indexPath(), buf.Bytes()); err != nil {
+		return fmt.Errorf("save key index of %s: %w", m.name(), err)
+	}
+	return nil
+}
+
+var errStaleIndex = errors.New("key index file is for another snapshot")
+
+// loadIndex reads a persisted index for the current snapshot.
+func (m *mirror) loadIndex() error {
+	snap := m.tbl.CurrentSnapshot()
+	if snap == nil {
+		return errStaleIndex
+	}
+	f, err := m.fs.Open(m.indexPath())
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	if len(data) < len(indexMagic)+12 || !bytes.Equal(data[:len(indexMagic)], indexMagic) {
+		return errors.New("not a key index file")
+	}
+	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
+	if crc32.ChecksumIEEE(body) != sum {
+		return errors.New("key index file is damaged")
+	}
+	r := bufio.NewReader(bytes.NewReader(body[len(indexMagic):]))
+	var id [8]byte
+	if _, err := io.ReadFull(r, id[:]); err != nil {
+		return err
+	}
+	if int64(binary.BigEndian.Uint64(id[:])) != snap.SnapshotID {
+		return errStaleIndex
+	}
+	nfiles, err := binary.ReadUvarint(r)
+	if err != nil {
+		return err
+	}
+	files := make([]string, 0, nfiles)
+	for i := uint64(0); i < nfiles; i++ {
+		s, err := readBytes(r)
+		if err != nil {
+			return err
+		}
+		files = append(files, string(s))
+	}
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return err
+	}
+	index := make(map[string]loc, n)
+	for i := uint64(0); i < n; i++ {
+		k, err := readBytes(r)
+		if err != nil {
+			return err
+		}
+		file, err := binary.ReadUvarint(r)
+		if err != nil {
+			return err
+		}
+		pos, err := binary.ReadUvarint(r)
+		if err != nil {
+			return err
+		}
+		if file >= nfiles {
+			return errors.New("key index file is damaged")
+		}
+		index[string(k)] = loc{file: int32(file), pos: int64(pos)}
+	}
+	m.files, m.index = files, index
+	return nil
+}
+
+func readBytes(r *bufio.Reader) ([]byte, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, err
+	}
+	if n > 1<<24 {
+		return nil, errors.New("key index file is damaged")
+	}
+	b := make([]byte, n)
+	_, err = io.ReadFull(r, b)
+	return b, err
+}

@@ -1,0 +1,62 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pg2iceberg/pg2iceberg/integration/harness"
+)
+
+// Restarts in the awkward places: an initial copy killed between two
+// tables starts over; a clean restart loads the persisted key index; a lost
+// slot is recreated and the new copy replaces the mirror's old rows.
+func TestRestarts(t *testing.T) {
+	ctx := context.Background()
+	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
+	if err := pg.Exec(ctx, shopSchema); err != nil {
+		t.Fatal(err)
+	}
+	conn := pgConn(t, pg)
+	tg := localTarget(t)
+	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)
+	const slot = "pg2iceberg_shop_pub"
+
+	// 1. Killed after the first table's copy.
+	b := startBridge(t, []string{"PG2ICEBERG_TEST_CRASH=copy-done:1"}, args...)
+	b.exited(t, time.Minute)
+	b = startBridge(t, nil, args...)
+	waitSlot(t, conn, slot, b)
+	if !strings.Contains(b.log(), "starting it over") {
+		t.Fatalf("an interrupted initial copy was not started over; log:\n%s", tail(b.log(), 20))
+	}
+	exec1(t, conn, `UPDATE shop.orders SET status = 'one' WHERE id <= 50`)
+	waitCaughtUp(t, conn, slot, b)
+	b.stop(t)
+
+	// 2. A clean restart loads the key index instead of reading the tables.
+	b = startBridge(t, nil, args...)
+	waitSlot(t, conn, slot, b)
+	if !strings.Contains(b.log(), `msg="key index loaded" table=shop.orders`) {
+		t.Errorf("key index of shop.orders was not loaded from its file; log:\n%s", tail(b.log(), 20))
+	}
+	exec1(t, conn, `UPDATE shop.orders SET status = 'two' WHERE id <= 25`)
+	exec1(t, conn, `DELETE FROM shop.orders WHERE id > 490`)
+	waitCaughtUp(t, conn, slot, b)
+	b.stop(t)
+	want := pgRows(t, conn, ordersSelect, ord)
+	compareRows(t, "pyiceberg", ord, "id", pyicebergRows(t, tg, ord), want)
+
+	// 3. The slot is lost; rows change while nobody streams; a new copy
+	// must replace what the mirror held.
+	exec1(t, conn, `SELECT pg_drop_replication_slot($1)`, slot)
+	exec1(t, conn, `DELETE FROM shop.orders WHERE id <= 10`)
+	exec1(t, conn, `UPDATE shop.customers SET name = 'renamed' WHERE id = 42`)
+	b = startBridge(t, nil, args...)
+	waitSlot(t, conn, slot, b)
+	waitCaughtUp(t, conn, slot, b)
+	b.stop(t)
+	compareRows(t, "pyiceberg", ord, "id", pyicebergRows(t, tg, ord), pgRows(t, conn, ordersSelect, ord))
+	compareRows(t, "iceberg-go", cust, "id", icegoRows(t, tg, cust), pgRows(t, conn, customersSelect, cust))
+}
