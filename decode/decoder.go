@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/jackc/pglogrepl"
@@ -30,6 +31,9 @@ func (d *Decoder) Decode(data []byte) (msg Message, err error) {
 	}()
 	if len(data) == 0 {
 		return nil, fmt.Errorf("empty pgoutput message")
+	}
+	if err := checkTuples(data, d.inStream); err != nil {
+		return nil, fmt.Errorf("malformed pgoutput message %q: %w", typeByte(data), err)
 	}
 	raw, err := pglogrepl.ParseV2(data, d.inStream)
 	if err != nil {
@@ -82,9 +86,9 @@ func (d *Decoder) convert(raw pglogrepl.Message) (Message, error) {
 	case *pglogrepl.TruncateMessage:
 		return d.truncate(0, m)
 	case *pglogrepl.LogicalDecodingMessageV2:
-		return &LogicalMessage{XID: m.Xid, LSN: m.LSN, Transactional: m.Transactional, Prefix: m.Prefix, Content: m.Content}, nil
+		return &LogicalMessage{XID: m.Xid, LSN: m.LSN, Transactional: m.Transactional, Prefix: m.Prefix, Content: bytes.Clone(m.Content)}, nil
 	case *pglogrepl.LogicalDecodingMessage:
-		return &LogicalMessage{LSN: m.LSN, Transactional: m.Transactional, Prefix: m.Prefix, Content: m.Content}, nil
+		return &LogicalMessage{LSN: m.LSN, Transactional: m.Transactional, Prefix: m.Prefix, Content: bytes.Clone(m.Content)}, nil
 	case *pglogrepl.TypeMessageV2:
 		return &TypeMessage{OID: m.DataType, Namespace: m.Namespace, Name: m.Name}, nil
 	case *pglogrepl.TypeMessage:

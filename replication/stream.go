@@ -195,8 +195,10 @@ func (s *stream) copyData(ctx context.Context, data []byte, nextStatus *time.Tim
 func (s *stream) message(ctx context.Context, data []byte) error {
 	if s.dec.InStream() && len(data) >= 5 {
 		switch data[0] {
-		case 'I', 'U', 'D', 'T', 'M':
-			// Inside a streamed segment: keep for STREAM COMMIT.
+		case 'I', 'U', 'D', 'T', 'M', 'R', 'Y':
+			// Inside a streamed segment: keep for STREAM COMMIT. Relation and
+			// type messages too: they describe the rows that follow them in
+			// this transaction, which may differ from the cached shape.
 			return s.spool.add(s.curXID, binary.BigEndian.Uint32(data[1:5]), data)
 		}
 	}
