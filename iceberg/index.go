@@ -151,11 +151,17 @@ func (m *mirror) readKeys(ctx context.Context, df icego.DataFile, id int32, keyI
 
 // eachBatch reads the given leaf columns of every row group in order.
 func eachBatch(ctx context.Context, r *file.Reader, cols []int, fn func(arrow.RecordBatch) error) error {
+	return eachBatchIn(ctx, r, cols, nil, fn)
+}
+
+// eachBatchIn reads the given leaf columns of the given row groups (nil:
+// all) in order.
+func eachBatchIn(ctx context.Context, r *file.Reader, cols, rowGroups []int, fn func(arrow.RecordBatch) error) error {
 	fr, err := pqarrow.NewFileReader(r, pqarrow.ArrowReadProperties{BatchSize: 64 * 1024}, memory.DefaultAllocator)
 	if err != nil {
 		return err
 	}
-	rr, err := fr.GetRecordReader(ctx, cols, nil)
+	rr, err := fr.GetRecordReader(ctx, cols, rowGroups)
 	if err != nil {
 		return err
 	}

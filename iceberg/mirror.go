@@ -30,11 +30,12 @@ type mirror struct {
 	index map[string]loc // key → live row; includes rows of the pending file
 	files []string       // file id → path
 
-	pending   *fileWriter // this flush's data file, nil until the first row
-	pendingID int32
-	deletes   []posDelete // this flush's deletes
-	changes   int         // rows changed in this flush
-	lastEnd   decode.LSN  // end LSN of the last transaction in this flush
+	pending   *fileWriter      // this flush's open data file, nil until the first row
+	pendingID int32            // its index in files
+	closed    []icego.DataFile // this flush's data files closed early (see rotate)
+	deletes   []posDelete      // this flush's deletes
+	changes   int              // rows changed in this flush
+	lastEnd   decode.LSN       // end LSN of the last transaction in this flush
 	keyBuf    []byte
 }
 
@@ -148,8 +149,9 @@ func (m *mirror) keyText(row decode.Tuple) string {
 	return "(" + strings.Join(parts, ", ") + ")"
 }
 
-// apply applies one change.
-func (m *mirror) apply(c *decode.Change) error {
+// apply applies one change; after is its new row with unchanged values
+// resolved (see Sink.resolveAfter).
+func (m *mirror) apply(c *decode.Change, after decode.Tuple) error {
 	m.changes++
 	switch c.Op {
 	case decode.Insert:
@@ -159,10 +161,6 @@ func (m *mirror) apply(c *decode.Change) error {
 		}
 		return m.insert(c.After, k)
 	case decode.Update:
-		after, err := resolveUnchanged(m.name(), m.rel, c)
-		if err != nil {
-			return err
-		}
 		oldImage := c.Before
 		if oldImage == nil {
 			oldImage = after
@@ -196,34 +194,12 @@ func (m *mirror) truncate() {
 	}
 }
 
-// resolveUnchanged returns the change's new row with every unchanged TOAST
-// value filled in from the old row image. Without an old image holding the
-// value it fails: writing NULL or a placeholder would be a silent wrong row.
-func resolveUnchanged(table string, rel *decode.Relation, c *decode.Change) (decode.Tuple, error) {
-	after := c.After
-	copied := false
-	for i, d := range after {
-		if d.Kind != decode.Unchanged {
-			continue
-		}
-		if c.Before == nil || c.BeforeIsKey || c.Before[i].Kind == decode.Unchanged {
-			return nil, &UnchangedToastError{Table: table, Column: rel.Columns[i].Name}
-		}
-		if !copied {
-			after = slices.Clone(after)
-			copied = true
-		}
-		after[i] = c.Before[i]
-	}
-	return after, nil
-}
-
 // UnchangedToastError reports an UPDATE that left a TOASTed value unchanged
 // when the bridge has no old image to take the value from.
 type UnchangedToastError struct{ Table, Column string }
 
 func (e *UnchangedToastError) Error() string {
-	return fmt.Sprintf("%s: an UPDATE left the large value of column %s unchanged and the source did not send it; run ALTER TABLE %s REPLICA IDENTITY FULL so the old value arrives with the change", e.Table, e.Column, e.Table)
+	return fmt.Sprintf("%s: an UPDATE left the large value of column %s unchanged, the source did not send it and there is no mirror row to read it from; run ALTER TABLE %s REPLICA IDENTITY FULL so the old value arrives with the change", e.Table, e.Column, e.Table)
 }
 
 // flush closes this flush's files and commits them in one snapshot.
@@ -231,7 +207,8 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 	if m.changes == 0 {
 		return nil
 	}
-	var data, dels []icego.DataFile
+	data := m.closed
+	var dels []icego.DataFile
 	if m.pending != nil {
 		df, err := m.pending.close()
 		if err != nil {
@@ -256,6 +233,6 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 	if err := m.commit(ctx, s.cat, data, dels, m.lastEnd, s.cfg.Source.String()); err != nil {
 		return err
 	}
-	m.pending, m.deletes, m.changes = nil, m.deletes[:0], 0
+	m.pending, m.closed, m.deletes, m.changes = nil, nil, m.deletes[:0], 0
 	return nil
 }

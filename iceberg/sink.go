@@ -173,11 +173,14 @@ func (s *Sink) Relation(rel *decode.Relation) error {
 	if !ok {
 		return fmt.Errorf("table %s appeared in the stream but was not part of the publication at start; tables added later are not copied yet: restart the bridge with a new slot (--slot) to copy it", rel.QualifiedName())
 	}
-	// pgoutput does not send NOT NULL or type names: keep the catalog's.
+	// pgoutput does not send NOT NULL or type names, and with REPLICA
+	// IDENTITY FULL it flags every column as key: keep the catalog's view,
+	// whose key is the primary key the mirror is indexed by.
 	for i := range rel.Columns {
 		if j := st.rel.ColumnIndex(rel.Columns[i].Name); j >= 0 {
 			rel.Columns[i].NotNull = st.rel.Columns[j].NotNull
 			rel.Columns[i].TypeName = st.rel.Columns[j].TypeName
+			rel.Columns[i].Key = st.rel.Columns[j].Key
 		}
 	}
 	if st.mirror != nil {
@@ -220,20 +223,22 @@ func (s *Sink) Change(c *decode.Change) error {
 		return fmt.Errorf("change for unknown table %s", c.Rel.QualifiedName())
 	}
 	s.seq++
-	if st.mirror != nil && !s.skip(st.mirror.icebergTable) {
-		if err := st.mirror.apply(c); err != nil {
+	toMirror := st.mirror != nil && !s.skip(st.mirror.icebergTable)
+	toLog := st.changelog != nil && !s.skip(st.changelog.icebergTable)
+	after := c.After
+	if c.Op == decode.Update && hasUnchanged(after) && (toMirror || toLog) {
+		var err error
+		if after, err = s.resolveAfter(st, c, toMirror); err != nil {
+			return err
+		}
+	}
+	if toMirror {
+		if err := st.mirror.apply(c, after); err != nil {
 			return err
 		}
 		s.touched[st] = true
 	}
-	if st.changelog != nil && !s.skip(st.changelog.icebergTable) {
-		after := c.After
-		if c.Op == decode.Update {
-			var err error
-			if after, err = resolveUnchanged(st.changelog.name(), st.rel, c); err != nil {
-				return err
-			}
-		}
+	if toLog {
 		if err := st.changelog.append(c.Op, s.tx, s.seq, c.Before, after); err != nil {
 			return err
 		}
@@ -331,15 +336,18 @@ func (s *Sink) Flush(ctx context.Context) error {
 	start := time.Now()
 	rows, tables := s.pending, 0
 	for _, st := range s.tables {
+		// The changelog commits first: a mirror is then never ahead of its
+		// changelog, so a replayed change that reads an unchanged value back
+		// from the mirror reads the state before that change.
 		committed := false
-		if st.mirror != nil && st.mirror.changes > 0 {
-			if err := st.mirror.flush(ctx, s); err != nil {
+		if st.changelog != nil && st.changelog.changes > 0 {
+			if err := st.changelog.flush(ctx, s); err != nil {
 				return err
 			}
 			committed = true
 		}
-		if st.changelog != nil && st.changelog.changes > 0 {
-			if err := st.changelog.flush(ctx, s); err != nil {
+		if st.mirror != nil && st.mirror.changes > 0 {
+			if err := st.mirror.flush(ctx, s); err != nil {
 				return err
 			}
 			committed = true

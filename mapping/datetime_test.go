@@ -269,6 +269,8 @@ func TestParseTimestamp(t *testing.T) {
 		{in: "2000-01-01 00:00:00+05:3", withZone: true, wantErr: true},
 		{in: "2000-01-01 00:00:00+05:", withZone: true, wantErr: true},
 		{in: "2000-01-01 00:00:00+05:30:", withZone: true, wantErr: true},
+		{in: "2000-01-01 00:00:00+00:70", withZone: true, wantErr: true},
+		{in: "2000-01-01 00:00:00+00:30:60", withZone: true, wantErr: true},
 		{in: "2000-01-01 00:00:00.1234567", wantErr: true},
 		{in: "2000-01-01T00:00:00", wantErr: true},
 		{in: "2000-01-01  00:00:00", wantErr: true},
@@ -411,6 +413,13 @@ func FuzzParseTimestamp(f *testing.F) {
 		if tod > 86_400_000_000 {
 			if err == nil {
 				t.Fatalf("ParseTimestamp(%q, %t) = %d, want an error", text, withZone, got)
+			}
+			return
+		}
+		if atoi(m[10]) > 59 || atoi(m[11]) > 59 {
+			// PostgreSQL never prints such an offset.
+			if err == nil {
+				t.Fatalf("ParseTimestamp(%q, %t) = %d, want an error for offset minutes or seconds over 59", text, withZone, got)
 			}
 			return
 		}
