@@ -106,7 +106,6 @@ func hashRows(rows []row) []row {
 	return out
 }
 
-
 func md5hex(b []byte) string {
 	sum := md5.Sum(b)
 	return hex.EncodeToString(sum[:])
