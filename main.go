@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/urfave/cli/v2"
 
@@ -92,6 +93,7 @@ func main() {
 					&cli.StringFlag{Name: "memory-limit", EnvVars: env("memory-limit"), Value: "512MiB", Usage: "soft memory limit of the process (Go GOMEMLIMIT syntax: 512MiB, 2GiB)"},
 					&cli.BoolFlag{Name: "no-changelog", EnvVars: env("no-changelog"), Usage: "do not write <table>__changelog tables"},
 					&cli.StringFlag{Name: "spool-dir", EnvVars: env("spool-dir"), Usage: "directory for large in-progress transactions (default: the system temp dir)"},
+					&cli.StringFlag{Name: "backfill", EnvVars: env("backfill"), Value: "copy", Usage: "copy: copy existing rows of every published table first; skip: only stream changes from now on"},
 					&cli.StringFlag{Name: "metrics-addr", EnvVars: env("metrics-addr"), Usage: "serve Prometheus metrics at /metrics and progress as JSON at /status, e.g. 127.0.0.1:9187"},
 				},
 				Action: runCmd,
@@ -133,6 +135,9 @@ func runCmd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if b := c.String("backfill"); b != "copy" && b != "skip" {
+		return fmt.Errorf("--backfill %q: use copy or skip", b)
+	}
 	debug.SetMemoryLimit(limit)
 
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
@@ -168,16 +173,10 @@ func runCmd(c *cli.Context) error {
 		FlushBytes:    c.Int64("flush-bytes"),
 		FlushInterval: c.Duration("flush-interval"),
 	}, log)
-	addAll := func() error {
-		for _, rel := range rels {
-			if err := sink.AddTable(ctx, rel); err != nil {
-				return err
-			}
+	for _, rel := range rels {
+		if err := sink.AddTable(ctx, rel); err != nil {
+			return err
 		}
-		return nil
-	}
-	if err := addAll(); err != nil {
-		return err
 	}
 
 	info, err := replication.LookupSlot(ctx, conn, slot)
@@ -189,31 +188,14 @@ func runCmd(c *cli.Context) error {
 		if info.Plugin != "pgoutput" {
 			return fmt.Errorf("slot %q uses plugin %q, not pgoutput: choose another --slot", slot, info.Plugin)
 		}
-		done, notDone := sink.CopyState()
-		// Streaming starts only after every copy is done, and the slot's
-		// confirmed position moves only once streaming runs: a slot still at
-		// the copies' LSN means the initial copy itself was interrupted.
-		interrupted := len(notDone) > 0
-		for _, rel := range done {
-			if lsn, _ := sink.CopyLSN(rel.ID); lsn != info.ConfirmedFlush {
-				interrupted = false
-			}
-		}
-		switch {
-		case interrupted:
-			log.Warn("the initial copy did not finish: starting it over", "slot", slot, "copied", len(done), "not_copied", len(notDone))
-			if err := replication.DropSlot(ctx, conn, slot); err != nil {
+		// Tables whose copy never completed (the bridge stopped during the
+		// initial copy, or they were added to the publication since) are
+		// copied now, each in a snapshot of its own (see SyncTable).
+		_, notDone := sink.CopyState()
+		for _, rel := range notDone {
+			if err := backfillTable(ctx, c, source, conn, rel, sink, nil, log); err != nil {
 				return err
 			}
-			if err := sink.DropTables(ctx); err != nil {
-				return err
-			}
-			if err := addAll(); err != nil {
-				return err
-			}
-			slotExists = false
-		case len(notDone) > 0:
-			return fmt.Errorf("table %s has no complete initial copy, but others are streaming: tables added to the publication after the first start are not copied yet; remove it from the publication, or start over with a new --slot and warehouse", notDone[0].QualifiedName())
 		}
 	}
 	var start decode.LSN
@@ -223,7 +205,13 @@ func runCmd(c *cli.Context) error {
 			return err
 		}
 		log.Info("slot created", "slot", slot, "consistent_point", ns.ConsistentPoint)
-		if err := replication.CopyTables(ctx, conn, ns, rels, sink, log); err != nil {
+		if c.String("backfill") == "skip" {
+			for _, rel := range rels {
+				if err := sink.FinishCopy(ctx, rel.ID, ns.ConsistentPoint); err != nil {
+					return err
+				}
+			}
+		} else if err := replication.CopyTables(ctx, conn, ns, rels, sink, log); err != nil {
 			return err
 		}
 		start = ns.ConsistentPoint
@@ -241,6 +229,16 @@ func runCmd(c *cli.Context) error {
 	for {
 		err = replication.Stream(ctx, repl, replication.StreamConfig{
 			Slot: slot, Publication: pub, Start: start, SpoolDir: c.String("spool-dir"), Progress: progress,
+			OnNewTable: func(ctx context.Context, rel *decode.Relation, keepalive func() error) error {
+				full, err := replication.LookupTable(ctx, conn, pub, rel.ID)
+				if err != nil {
+					return err
+				}
+				if err := sink.AddTable(ctx, full); err != nil {
+					return err
+				}
+				return backfillTable(ctx, c, source, conn, full, sink, keepalive, log)
+			},
 		}, sink, log)
 		var retry interface{ Retryable() bool }
 		if err == nil || !errors.As(err, &retry) || !retry.Retryable() || sink.InTransaction() {
@@ -275,6 +273,16 @@ func runCmd(c *cli.Context) error {
 	}
 	log.Info("stopped", "lsn", sink.Durable())
 	return nil
+}
+
+// backfillTable copies one table in a snapshot of its own, or with
+// --backfill=skip only marks it copied so that changes from now on apply.
+func backfillTable(ctx context.Context, c *cli.Context, source string, conn *pgx.Conn, rel *decode.Relation, sink *iceberg.Sink, keepalive func() error, log *slog.Logger) error {
+	if c.String("backfill") == "skip" {
+		log.Info("backfill skipped", "table", rel.QualifiedName())
+		return sink.FinishCopy(ctx, rel.ID, 0)
+	}
+	return replication.SyncTable(ctx, source, conn, rel, sink, keepalive, log)
 }
 
 // reconnect opens a new replication connection, waiting with exponential

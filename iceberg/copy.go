@@ -29,7 +29,14 @@ func (s *Sink) BeginCopy(relID uint32) {
 // CopyLSN returns the LSN a mirror's initial copy was taken at.
 func (s *Sink) CopyLSN(relID uint32) (decode.LSN, bool) {
 	st, ok := s.tables[relID]
-	if !ok || st.mirror == nil {
+	if !ok {
+		return 0, false
+	}
+	return s.copyLSN(st)
+}
+
+func (s *Sink) copyLSN(st *sourceTable) (decode.LSN, bool) {
+	if st.mirror == nil {
 		return 0, false
 	}
 	v, ok := st.mirror.tbl.Properties()[PropCopyLSN]

@@ -162,9 +162,23 @@ func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 			return err
 		}
 	}
+	// The copy's LSN is a floor for both watermarks: stream changes below it
+	// are in the copy (an empty copy commits no snapshot to carry it).
+	if lsn, ok := s.copyLSN(st); ok {
+		st.mirror.watermark = max(st.mirror.watermark, lsn)
+		if st.changelog != nil {
+			st.changelog.watermark = max(st.changelog.watermark, lsn)
+		}
+	}
 	s.tables[rel.ID] = st
 	s.publishStatus()
 	return nil
+}
+
+// Has reports whether the source table is known to the sink.
+func (s *Sink) Has(relID uint32) bool {
+	_, ok := s.tables[relID]
+	return ok
 }
 
 // Relation handles a relation message from the stream.

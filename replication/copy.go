@@ -24,6 +24,10 @@ type CopySink interface {
 // CopyTables copies every table inside the exported snapshot, one table
 // after another, and marks each complete at the slot's consistent point.
 func CopyTables(ctx context.Context, conn *pgx.Conn, slot NewSlot, rels []*decode.Relation, sink CopySink, log *slog.Logger) error {
+	return copyTables(ctx, conn, slot, rels, sink, nil, log)
+}
+
+func copyTables(ctx context.Context, conn *pgx.Conn, slot NewSlot, rels []*decode.Relation, sink CopySink, keepalive func() error, log *slog.Logger) error {
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return fmt.Errorf("begin copy transaction: %w", err)
@@ -34,7 +38,7 @@ func CopyTables(ctx context.Context, conn *pgx.Conn, slot NewSlot, rels []*decod
 	}
 	for _, rel := range rels {
 		sink.BeginCopy(rel.ID)
-		if err := copyTable(ctx, tx, rel, sink, log); err != nil {
+		if err := copyTable(ctx, tx, rel, sink, keepalive, log); err != nil {
 			return err
 		}
 		if err := sink.FinishCopy(ctx, rel.ID, slot.ConsistentPoint); err != nil {
@@ -44,7 +48,7 @@ func CopyTables(ctx context.Context, conn *pgx.Conn, slot NewSlot, rels []*decod
 	return tx.Commit(ctx)
 }
 
-func copyTable(ctx context.Context, tx pgx.Tx, rel *decode.Relation, sink CopySink, log *slog.Logger) error {
+func copyTable(ctx context.Context, tx pgx.Tx, rel *decode.Relation, sink CopySink, keepalive func() error, log *slog.Logger) error {
 	var estimate float64
 	_ = tx.QueryRow(ctx, "SELECT GREATEST(reltuples, 0) FROM pg_class WHERE oid = $1", rel.ID).Scan(&estimate)
 	cols := make([]string, len(rel.Columns))
@@ -56,7 +60,7 @@ func copyTable(ctx context.Context, tx pgx.Tx, rel *decode.Relation, sink CopySi
 		sql += " WHERE " + rel.RowFilter
 	}
 	sql += ") TO STDOUT"
-	w := &copyWriter{rel: rel, sink: sink, log: log, estimate: int64(estimate), start: time.Now(), lastLog: time.Now()}
+	w := &copyWriter{rel: rel, sink: sink, log: log, estimate: int64(estimate), start: time.Now(), lastLog: time.Now(), keepalive: keepalive, lastKeepalive: time.Now()}
 	log.Info("copy started", "table", rel.QualifiedName(), "estimated_rows", w.estimate)
 	if _, err := tx.Conn().PgConn().CopyTo(ctx, w, sql); err != nil {
 		return fmt.Errorf("copy %s: %w", rel.QualifiedName(), err)
@@ -78,6 +82,9 @@ type copyWriter struct {
 	estimate int64
 	start    time.Time
 	lastLog  time.Time
+
+	keepalive     func() error
+	lastKeepalive time.Time
 }
 
 func (w *copyWriter) Write(p []byte) (int, error) {
@@ -101,8 +108,16 @@ func (w *copyWriter) Write(p []byte) (int, error) {
 		}
 		w.rows++
 		p = p[i+1:]
-		if w.rows%10000 == 0 && time.Since(w.lastLog) > 5*time.Second {
-			w.progress()
+		if w.rows%10000 == 0 {
+			if time.Since(w.lastLog) > 5*time.Second {
+				w.progress()
+			}
+			if w.keepalive != nil && time.Since(w.lastKeepalive) > 5*time.Second {
+				w.lastKeepalive = time.Now()
+				if err := w.keepalive(); err != nil {
+					return 0, err
+				}
+			}
 		}
 	}
 }

@@ -18,6 +18,8 @@ import (
 // Sink receives whole committed source transactions and says what is
 // durable. Methods are called from Stream's goroutine only.
 type Sink interface {
+	// Has reports whether the table is known (copied or being streamed).
+	Has(relID uint32) bool
 	Relation(rel *decode.Relation) error
 	Begin(xid uint32, commitLSN decode.LSN, commitTS time.Time)
 	Change(c *decode.Change) error
@@ -45,6 +47,11 @@ type StreamConfig struct {
 	SpoolDir string
 	// Progress, when set, is updated with the stream's position.
 	Progress *Progress
+	// OnNewTable is called for a table the sink does not know when the
+	// stream first announces it (added to the publication while running).
+	// It must copy the table into the sink (see SyncTable), calling
+	// keepalive now and then. Without it a new table is an error.
+	OnNewTable func(ctx context.Context, rel *decode.Relation, keepalive func() error) error
 }
 
 // stream is the state of one replication session.
@@ -218,6 +225,12 @@ func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 		s.inTx = false
 		return s.sink.Commit(ctx, m.EndLSN)
 	case *decode.RelationMessage:
+		if !s.sink.Has(m.Rel.ID) && s.cfg.OnNewTable != nil {
+			keepalive := func() error { return s.sendStatus(ctx) }
+			if err := s.cfg.OnNewTable(ctx, m.Rel, keepalive); err != nil {
+				return err
+			}
+		}
 		return s.sink.Relation(m.Rel)
 	case *decode.Change:
 		return s.sink.Change(m)

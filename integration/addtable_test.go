@@ -1,0 +1,69 @@
+package integration
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pg2iceberg/pg2iceberg/integration/harness"
+)
+
+// A table added to the publication while the bridge streams, under a
+// concurrent write load on it, is copied and then ends equal to Postgres.
+func TestTableAddedWhileStreaming(t *testing.T) {
+	ctx := context.Background()
+	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
+	if err := pg.Exec(ctx, shopSchema+`
+		CREATE TABLE shop.later (id int PRIMARY KEY, v text, n int);
+		INSERT INTO shop.later SELECT g, 'v' || g, 0 FROM generate_series(1, 20000) g;`); err != nil {
+		t.Fatal(err)
+	}
+	conn := pgConn(t, pg)
+	tg := localTarget(t)
+	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	waitSlot(t, conn, "pg2iceberg_shop_pub", b)
+
+	// Write load on the new table and an old one, before, during and after
+	// it joins the publication.
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		lc, err := pg.Conn(ctx, "postgres")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer lc.Close(ctx)
+		for i := 0; !stop.Load(); i++ {
+			stmts := []string{
+				`UPDATE shop.later SET n = n + 1, v = 'u' || $1 WHERE id % 97 = $1 % 97`,
+				`INSERT INTO shop.later VALUES (100000 + $1, 'new', 0)`,
+				`DELETE FROM shop.later WHERE id = 1 + ($1 * 7) % 20000`,
+				`UPDATE shop.orders SET status = 's' || $1 WHERE id = 1 + $1 % 500`,
+			}
+			for _, q := range stmts {
+				if _, err := lc.Exec(ctx, q, i); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	time.Sleep(time.Second)
+	exec1(t, conn, `ALTER PUBLICATION shop_pub ADD TABLE shop.later`)
+	time.Sleep(4 * time.Second)
+	stop.Store(true)
+	wg.Wait()
+	waitCaughtUp(t, conn, "pg2iceberg_shop_pub", b)
+	b.stop(t)
+
+	want := pgRows(t, conn, `id::text AS id, v, n::text AS n`, "shop.later")
+	compareRows(t, "pyiceberg", "shop.later", "id", pyicebergRows(t, tg, "shop.later"), want)
+	compareRows(t, "iceberg-go", "shop.later", "id", icegoRows(t, tg, "shop.later"), want)
+	compareRows(t, "pyiceberg", ord, "id", pyicebergRows(t, tg, ord), pgRows(t, conn, ordersSelect, ord))
+}
