@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -90,10 +91,11 @@ func main() {
 					&cli.DurationFlag{Name: "flush-interval", EnvVars: env("flush-interval"), Value: iceberg.DefaultFlushInterval, Usage: "commit at least this often while changes are pending, e.g. 5s"},
 					&cli.IntFlag{Name: "flush-rows", EnvVars: env("flush-rows"), Value: iceberg.DefaultFlushRows, Usage: "commit once this many changes are pending"},
 					&cli.Int64Flag{Name: "flush-bytes", EnvVars: env("flush-bytes"), Value: iceberg.DefaultFlushBytes, Usage: "commit once this many Parquet bytes are pending"},
-					&cli.StringFlag{Name: "memory-limit", EnvVars: env("memory-limit"), Value: "512MiB", Usage: "soft memory limit of the process (Go GOMEMLIMIT syntax: 512MiB, 2GiB)"},
+					&cli.StringFlag{Name: "memory-limit", EnvVars: env("memory-limit"), Value: "384MiB", Usage: "soft memory limit of the Go heap (GOMEMLIMIT syntax: 384MiB, 2GiB); the process peaks somewhat above it"},
 					&cli.BoolFlag{Name: "no-changelog", EnvVars: env("no-changelog"), Usage: "do not write <table>__changelog tables"},
 					&cli.StringFlag{Name: "spool-dir", EnvVars: env("spool-dir"), Usage: "directory for large in-progress transactions (default: the system temp dir)"},
 					&cli.StringFlag{Name: "backfill", EnvVars: env("backfill"), Value: "copy", Usage: "copy: copy existing rows of every published table first; skip: only stream changes from now on"},
+					&cli.IntFlag{Name: "backfill-workers", EnvVars: env("backfill-workers"), Value: runtime.NumCPU(), Usage: "connections copying a table in parallel (ctid block ranges, one snapshot)"},
 					&cli.StringFlag{Name: "metrics-addr", EnvVars: env("metrics-addr"), Usage: "serve Prometheus metrics at /metrics and progress as JSON at /status, e.g. 127.0.0.1:9187"},
 				},
 				Action: runCmd,
@@ -211,7 +213,7 @@ func runCmd(c *cli.Context) error {
 					return err
 				}
 			}
-		} else if err := replication.CopyTables(ctx, conn, ns, rels, sink, log); err != nil {
+		} else if err := replication.CopyTables(ctx, conn, ns, rels, copySink{sink}, copyConfig(c, source, nil), log); err != nil {
 			return err
 		}
 		start = ns.ConsistentPoint
@@ -282,7 +284,19 @@ func backfillTable(ctx context.Context, c *cli.Context, source string, conn *pgx
 		log.Info("backfill skipped", "table", rel.QualifiedName())
 		return sink.FinishCopy(ctx, rel.ID, 0)
 	}
-	return replication.SyncTable(ctx, source, conn, rel, sink, keepalive, log)
+	return replication.SyncTable(ctx, conn, rel, copySink{sink}, copyConfig(c, source, keepalive), log)
+}
+
+// copySink adapts the iceberg sink's copy writers to replication's
+// interface, keeping replication free of the iceberg package.
+type copySink struct{ *iceberg.Sink }
+
+func (c copySink) NewCopyWriter(relID uint32) (replication.RowWriter, error) {
+	return c.Sink.NewCopyWriter(relID)
+}
+
+func copyConfig(c *cli.Context, source string, keepalive func() error) replication.CopyConfig {
+	return replication.CopyConfig{SourceURL: source, Workers: c.Int("backfill-workers"), Keepalive: keepalive}
 }
 
 // reconnect opens a new replication connection, waiting with exponential

@@ -47,19 +47,50 @@ func (s *Sink) copyLSN(st *sourceTable) (decode.LSN, bool) {
 	return lsn, err == nil
 }
 
-// CopyRow writes one row of a table's initial copy to its mirror.
-func (s *Sink) CopyRow(relID uint32, row decode.Tuple) error {
+// CopyWriter writes rows of a table's copy into a Parquet file of its own.
+// Several CopyWriters of one table may run in parallel goroutines; each is
+// used by one goroutine. FinishCopy adds their files and keys to the mirror.
+type CopyWriter struct {
+	m      *mirror // read only while copying
+	fw     *fileWriter
+	keys   []string // key of the row at each position of fw
+	keyBuf []byte
+}
+
+// NewCopyWriter returns a writer for a worker copying rows of relID, or nil
+// when the table has no mirror (changelog only: nothing to copy).
+func (s *Sink) NewCopyWriter(relID uint32) (*CopyWriter, error) {
 	st, ok := s.tables[relID]
 	if !ok || st.mirror == nil {
+		return nil, nil
+	}
+	w := &CopyWriter{m: st.mirror}
+	s.copyMu.Lock()
+	defer s.copyMu.Unlock()
+	s.copying[relID] = append(s.copying[relID], w)
+	return w, nil
+}
+
+// Row writes one copied row.
+func (w *CopyWriter) Row(row decode.Tuple) error {
+	if w == nil {
 		return nil
 	}
-	m := st.mirror
-	k, err := m.key(row)
+	k, b, err := w.m.keyInto(w.keyBuf, row)
+	w.keyBuf = b
 	if err != nil {
 		return err
 	}
-	m.changes++
-	return m.insert(row, k)
+	if w.fw == nil {
+		if w.fw, err = w.m.newDataFile(); err != nil {
+			return err
+		}
+	}
+	if err := w.m.appendRow(w.fw, row); err != nil {
+		return err
+	}
+	w.keys = append(w.keys, k)
+	return w.fw.rowDone()
 }
 
 // FinishCopy commits a table's copied rows with the watermark lsn and marks
@@ -70,6 +101,29 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 		return nil
 	}
 	m := st.mirror
+	s.copyMu.Lock()
+	writers := s.copying[relID]
+	delete(s.copying, relID)
+	s.copyMu.Unlock()
+	for _, w := range writers {
+		if w.fw == nil {
+			continue
+		}
+		df, err := w.fw.close()
+		if err != nil {
+			return err
+		}
+		id := int32(len(m.files))
+		m.files = append(m.files, w.fw.path)
+		m.closed = append(m.closed, df)
+		for pos, k := range w.keys {
+			if _, dup := m.index[k]; dup {
+				return fmt.Errorf("%s: key %q copied twice", m.name(), k)
+			}
+			m.index[k] = loc{file: id, pos: int64(pos)}
+		}
+		m.changes += len(w.keys)
+	}
 	m.lastEnd = lsn
 	if err := m.flush(ctx, s); err != nil {
 		return err

@@ -78,19 +78,44 @@ func (m *mirror) bind() error {
 
 // key encodes the key of a tuple (full row or key-only image).
 func (m *mirror) key(t decode.Tuple) (string, error) {
-	b := m.keyBuf[:0]
+	k, b, err := m.keyInto(m.keyBuf, t)
+	m.keyBuf = b
+	return k, err
+}
+
+// keyInto is key with a caller's scratch buffer (safe for concurrent use).
+func (m *mirror) keyInto(b []byte, t decode.Tuple) (string, []byte, error) {
+	b = b[:0]
 	for j, i := range m.keyCols {
 		d := t[i]
 		if d.Kind != decode.Text {
-			return "", fmt.Errorf("%s: key column %s is %s in the change", m.name(), m.rel.Columns[i].Name, kindName(d.Kind))
+			return "", b, fmt.Errorf("%s: key column %s is %s in the change", m.name(), m.rel.Columns[i].Name, kindName(d.Kind))
 		}
 		var err error
 		if b, err = appendKeyFromText(b, m.keyType[j], d.Data); err != nil {
-			return "", fmt.Errorf("%s: column %s: %w", m.name(), m.rel.Columns[i].Name, err)
+			return "", b, fmt.Errorf("%s: column %s: %w", m.name(), m.rel.Columns[i].Name, err)
 		}
 	}
-	m.keyBuf = b
-	return string(b), nil
+	return string(b), b, nil
+}
+
+// newDataFile opens a new data file for rows of the mirror.
+func (m *mirror) newDataFile() (*fileWriter, error) {
+	return newFileWriter(m.fs, dataPath(m.tbl, ""), m.tbl.Schema(), m.tbl.Spec(), nil, icego.EntryContentData, m.tbl.Properties())
+}
+
+// appendRow writes a full row's values to fw's builders.
+func (m *mirror) appendRow(fw *fileWriter, row decode.Tuple) error {
+	for i, d := range row {
+		var text []byte
+		if d.Kind == decode.Text {
+			text = d.Data
+		}
+		if err := mapping.Append(fw.builder(m.colIdx[i]), text); err != nil {
+			return fmt.Errorf("%s: column %s, key %s: %w", m.name(), m.rel.Columns[i].Name, m.keyText(row), err)
+		}
+	}
+	return nil
 }
 
 func kindName(k decode.Kind) string {
@@ -118,7 +143,7 @@ func (m *mirror) deleteKey(k string) bool {
 // insert writes a full row and indexes it.
 func (m *mirror) insert(row decode.Tuple, k string) error {
 	if m.pending == nil {
-		fw, err := newFileWriter(m.fs, dataPath(m.tbl, ""), m.tbl.Schema(), m.tbl.Spec(), nil, icego.EntryContentData, m.tbl.Properties())
+		fw, err := m.newDataFile()
 		if err != nil {
 			return err
 		}
@@ -126,14 +151,8 @@ func (m *mirror) insert(row decode.Tuple, k string) error {
 		m.pendingID = int32(len(m.files))
 		m.files = append(m.files, fw.path)
 	}
-	for i, d := range row {
-		var text []byte
-		if d.Kind == decode.Text {
-			text = d.Data
-		}
-		if err := mapping.Append(m.pending.builder(m.colIdx[i]), text); err != nil {
-			return fmt.Errorf("%s: column %s, key %s: %w", m.name(), m.rel.Columns[i].Name, m.keyText(row), err)
-		}
+	if err := m.appendRow(m.pending, row); err != nil {
+		return err
 	}
 	m.deleteKey(k) // an insert over a live key replaces it (replays, copy overlap)
 	m.index[k] = loc{file: m.pendingID, pos: m.pending.rows}

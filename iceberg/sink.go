@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,6 +81,9 @@ type Sink struct {
 	flushStart time.Time
 
 	stats Stats
+
+	copyMu  sync.Mutex               // guards copying
+	copying map[uint32][]*CopyWriter // writers of copies in progress, by table
 }
 
 // Stats are the sink's counters, readable from any goroutine.
@@ -108,7 +112,7 @@ func (s *Sink) publishStatus() {
 
 // NewSink returns a Sink writing through cat.
 func NewSink(cat catalog.Catalog, cfg Config, log *slog.Logger) *Sink {
-	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool)}
+	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter)}
 }
 
 // Identifiers returns the mirror and changelog identifiers of a source table.

@@ -6,85 +6,233 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+
 	"github.com/pg2iceberg/pg2iceberg/decode"
 )
 
-// CopySink receives the rows of an initial copy.
+// RowWriter takes the rows one copy worker reads.
+type RowWriter interface {
+	Row(row decode.Tuple) error
+}
+
+// CopySink receives the rows of a copy. NewCopyWriter is called from the
+// copying goroutine; each writer is then used by one worker goroutine.
 type CopySink interface {
 	// BeginCopy starts a table's copy: rows already in its mirror (from an
 	// earlier slot) are deleted by the copy's commit.
 	BeginCopy(relID uint32)
-	CopyRow(relID uint32, row decode.Tuple) error
+	NewCopyWriter(relID uint32) (RowWriter, error)
 	FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) error
 }
 
-// CopyTables copies every table inside the exported snapshot, one table
-// after another, and marks each complete at the slot's consistent point.
-func CopyTables(ctx context.Context, conn *pgx.Conn, slot NewSlot, rels []*decode.Relation, sink CopySink, log *slog.Logger) error {
-	return copyTables(ctx, conn, slot, rels, sink, nil, log)
+// CopyConfig configures a copy.
+type CopyConfig struct {
+	// SourceURL opens the workers' connections.
+	SourceURL string
+	// Workers is how many connections copy in parallel (default 1).
+	Workers int
+	// Keepalive, when set, is called every few seconds during the copy.
+	Keepalive func() error
 }
 
-func copyTables(ctx context.Context, conn *pgx.Conn, slot NewSlot, rels []*decode.Relation, sink CopySink, keepalive func() error, log *slog.Logger) error {
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return fmt.Errorf("begin copy transaction: %w", err)
+// chunkPages is the smallest chunk: 2,048 pages (16 MiB of heap).
+const chunkPages = 2048
+
+// CopyTables copies every table inside the exported snapshot and marks each
+// complete at the slot's consistent point. Each table is split into ctid
+// block ranges that Workers connections, all in the same snapshot, copy in
+// parallel into Parquet files of their own; the table is committed in one
+// snapshot when all its chunks are written.
+func CopyTables(ctx context.Context, conn *pgx.Conn, slot NewSlot, rels []*decode.Relation, sink CopySink, cfg CopyConfig, log *slog.Logger) error {
+	workers := max(cfg.Workers, 1)
+	txs := make([]pgx.Tx, 0, workers)
+	conns := []*pgx.Conn{conn}
+	defer func() {
+		for _, tx := range txs {
+			_ = tx.Rollback(context.Background())
+		}
+		for _, c := range conns[1:] {
+			_ = c.Close(context.Background())
+		}
+	}()
+	for len(conns) < workers {
+		c, err := Connect(ctx, cfg.SourceURL)
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
 	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctx, fmt.Sprintf("SET TRANSACTION SNAPSHOT '%s'", slot.SnapshotName)); err != nil {
-		return fmt.Errorf("import snapshot %s: %w", slot.SnapshotName, err)
+	for _, c := range conns {
+		tx, err := c.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		if err != nil {
+			return fmt.Errorf("begin copy transaction: %w", err)
+		}
+		txs = append(txs, tx)
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET TRANSACTION SNAPSHOT '%s'", slot.SnapshotName)); err != nil {
+			return fmt.Errorf("import snapshot %s: %w", slot.SnapshotName, err)
+		}
+	}
+	var keepMu sync.Mutex // serialises Keepalive calls from workers
+	keepalive := func() error {
+		if cfg.Keepalive == nil {
+			return nil
+		}
+		keepMu.Lock()
+		defer keepMu.Unlock()
+		return cfg.Keepalive()
 	}
 	for _, rel := range rels {
 		sink.BeginCopy(rel.ID)
-		if err := copyTable(ctx, tx, rel, sink, keepalive, log); err != nil {
+		if err := copyTable(ctx, txs, rel, sink, keepalive, log); err != nil {
 			return err
 		}
 		if err := sink.FinishCopy(ctx, rel.ID, slot.ConsistentPoint); err != nil {
 			return err
 		}
 	}
-	return tx.Commit(ctx)
+	for i, tx := range txs {
+		if err := tx.Commit(ctx); err != nil {
+			return fmt.Errorf("end copy transaction: %w", err)
+		}
+		txs[i] = nil
+	}
+	txs = txs[:0]
+	return nil
 }
 
-func copyTable(ctx context.Context, tx pgx.Tx, rel *decode.Relation, sink CopySink, keepalive func() error, log *slog.Logger) error {
+// chunk is a range of heap pages [from, to); to == 0 means to the end.
+type chunk struct{ from, to int64 }
+
+func planChunks(pages int64, workers int) []chunk {
+	size := max(pages/int64(workers*4), chunkPages)
+	var out []chunk
+	for from := int64(0); from < pages; from += size {
+		out = append(out, chunk{from, from + size})
+	}
+	if len(out) == 0 {
+		return []chunk{{0, 0}}
+	}
+	out[len(out)-1].to = 0 // the last chunk is open: the table may have grown
+	return out
+}
+
+func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink CopySink, keepalive func() error, log *slog.Logger) error {
 	var estimate float64
-	_ = tx.QueryRow(ctx, "SELECT GREATEST(reltuples, 0) FROM pg_class WHERE oid = $1", rel.ID).Scan(&estimate)
+	var pages int64
+	if err := txs[0].QueryRow(ctx, "SELECT GREATEST(reltuples, 0), pg_relation_size($1::oid) / current_setting('block_size')::int FROM pg_class WHERE oid = $1", rel.ID).Scan(&estimate, &pages); err != nil {
+		return fmt.Errorf("size of %s: %w", rel.QualifiedName(), err)
+	}
 	cols := make([]string, len(rel.Columns))
 	for i, c := range rel.Columns {
 		cols[i] = decode.QuoteIdent(c.Name)
 	}
-	sql := fmt.Sprintf("COPY (SELECT %s FROM %s.%s", strings.Join(cols, ", "), decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name))
+	base := fmt.Sprintf("SELECT %s FROM %s.%s WHERE true", strings.Join(cols, ", "), decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name))
 	if rel.RowFilter != "" {
-		sql += " WHERE " + rel.RowFilter
+		base += " AND (" + rel.RowFilter + ")"
 	}
-	sql += ") TO STDOUT"
-	w := &copyWriter{rel: rel, sink: sink, log: log, estimate: int64(estimate), start: time.Now(), lastLog: time.Now(), keepalive: keepalive, lastKeepalive: time.Now()}
-	log.Info("copy started", "table", rel.QualifiedName(), "estimated_rows", w.estimate)
-	if _, err := tx.Conn().PgConn().CopyTo(ctx, w, sql); err != nil {
-		return fmt.Errorf("copy %s: %w", rel.QualifiedName(), err)
+	chunks := planChunks(pages, len(txs))
+	p := &copyProgress{rel: rel, log: log, estimate: int64(estimate), start: time.Now(), last: time.Now()}
+	log.Info("copy started", "table", rel.QualifiedName(), "estimated_rows", p.estimate, "chunks", len(chunks), "workers", min(len(txs), len(chunks)))
+
+	work := make(chan chunk) // closed by the feeder below
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(work)
+		for _, c := range chunks {
+			select {
+			case work <- c:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	for _, tx := range txs[:min(len(txs), len(chunks))] {
+		w, err := sink.NewCopyWriter(rel.ID)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error {
+			for c := range work {
+				q := base
+				if c.from > 0 {
+					q += fmt.Sprintf(" AND ctid >= '(%d,0)'", c.from)
+				}
+				if c.to > 0 {
+					q += fmt.Sprintf(" AND ctid < '(%d,0)'", c.to)
+				}
+				cw := &copyWriter{rel: rel, w: w, progress: p, keepalive: keepalive}
+				if _, err := tx.Conn().PgConn().CopyTo(gctx, cw, "COPY ("+q+") TO STDOUT"); err != nil {
+					return fmt.Errorf("copy %s: %w", rel.QualifiedName(), err)
+				}
+				if len(cw.partial) > 0 {
+					return fmt.Errorf("copy %s: output ended inside a row", rel.QualifiedName())
+				}
+				if err := p.add(cw.pending, keepalive); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	}
-	if len(w.partial) > 0 {
-		return fmt.Errorf("copy %s: output ended inside a row", rel.QualifiedName())
+	if err := g.Wait(); err != nil {
+		return err
 	}
-	log.Info("copy finished", "table", rel.QualifiedName(), "rows", w.rows, "elapsed", time.Since(w.start).Round(time.Millisecond))
+	log.Info("copy finished", "table", rel.QualifiedName(), "rows", p.rows.Load(), "elapsed", time.Since(p.start).Round(time.Millisecond),
+		"rows_per_s", int64(float64(p.rows.Load())/max(time.Since(p.start).Seconds(), 0.001)))
 	return nil
 }
 
-// copyWriter parses COPY text output as it arrives and feeds the sink.
-type copyWriter struct {
+// copyProgress counts a table's copied rows across workers and logs
+// progress (rows, %, rate, ETA) every few seconds.
+type copyProgress struct {
 	rel      *decode.Relation
-	sink     CopySink
 	log      *slog.Logger
-	partial  []byte
-	rows     int64
 	estimate int64
 	start    time.Time
-	lastLog  time.Time
+	rows     atomic.Int64
+	mu       sync.Mutex // guards last
+	last     time.Time
+}
 
-	keepalive     func() error
-	lastKeepalive time.Time
+func (p *copyProgress) add(n int64, keepalive func() error) error {
+	rows := p.rows.Add(n)
+	p.mu.Lock()
+	due := time.Since(p.last) > 5*time.Second
+	if due {
+		p.last = time.Now()
+	}
+	p.mu.Unlock()
+	if !due {
+		return nil
+	}
+	elapsed := time.Since(p.start).Seconds()
+	rate := float64(rows) / elapsed
+	attrs := []any{"table", p.rel.QualifiedName(), "rows", rows, "rows_per_s", int64(rate)}
+	if p.estimate > 0 {
+		attrs = append(attrs, "percent", fmt.Sprintf("%.1f", min(100*float64(rows)/float64(p.estimate), 100)))
+		if rate > 0 && rows < p.estimate {
+			attrs = append(attrs, "eta", (time.Duration(float64(p.estimate-rows)/rate) * time.Second).Round(time.Second))
+		}
+	}
+	p.log.Info("copy progress", attrs...)
+	return keepalive()
+}
+
+// copyWriter parses COPY text output as it arrives and feeds a CopyWriter.
+type copyWriter struct {
+	rel       *decode.Relation
+	w         RowWriter
+	progress  *copyProgress
+	keepalive func() error
+	partial   []byte
+	pending   int64 // rows not yet counted in progress
 }
 
 func (w *copyWriter) Write(p []byte) (int, error) {
@@ -101,38 +249,17 @@ func (w *copyWriter) Write(p []byte) (int, error) {
 		}
 		row, err := decode.ParseCopyText(p[:i], len(w.rel.Columns))
 		if err != nil {
-			return 0, fmt.Errorf("row %d: %w", w.rows+1, err)
+			return 0, fmt.Errorf("%s: %w", w.rel.QualifiedName(), err)
 		}
-		if err := w.sink.CopyRow(w.rel.ID, row); err != nil {
+		if err := w.w.Row(row); err != nil {
 			return 0, err
 		}
-		w.rows++
 		p = p[i+1:]
-		if w.rows%10000 == 0 {
-			if time.Since(w.lastLog) > 5*time.Second {
-				w.progress()
-			}
-			if w.keepalive != nil && time.Since(w.lastKeepalive) > 5*time.Second {
-				w.lastKeepalive = time.Now()
-				if err := w.keepalive(); err != nil {
-					return 0, err
-				}
+		if w.pending++; w.pending == 4096 {
+			w.pending = 0
+			if err := w.progress.add(4096, w.keepalive); err != nil {
+				return 0, err
 			}
 		}
 	}
-}
-
-func (w *copyWriter) progress() {
-	w.lastLog = time.Now()
-	elapsed := time.Since(w.start).Seconds()
-	rate := float64(w.rows) / elapsed
-	attrs := []any{"table", w.rel.QualifiedName(), "rows", w.rows, "rows_per_s", int64(rate)}
-	if w.estimate > 0 {
-		pct := 100 * float64(w.rows) / float64(w.estimate)
-		attrs = append(attrs, "percent", fmt.Sprintf("%.1f", min(pct, 100)))
-		if rate > 0 && w.rows < w.estimate {
-			attrs = append(attrs, "eta", (time.Duration(float64(w.estimate-w.rows)/rate) * time.Second).Round(time.Second))
-		}
-	}
-	w.log.Info("copy progress", attrs...)
 }

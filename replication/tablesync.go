@@ -19,11 +19,11 @@ import (
 // L are skipped (they are in the copy) and later ones are applied.
 //
 // It serves tables added to the publication while streaming, and tables
-// whose copy did not complete before a restart. keepalive, when set, is
-// called during the copy so the main replication connection is not timed
+// whose copy did not complete before a restart. cfg.Keepalive, when set,
+// is called during the copy so the main replication connection is not timed
 // out by the server.
-func SyncTable(ctx context.Context, sourceURL string, conn *pgx.Conn, rel *decode.Relation, sink CopySink, keepalive func() error, log *slog.Logger) error {
-	repl, err := ConnectReplication(ctx, sourceURL)
+func SyncTable(ctx context.Context, conn *pgx.Conn, rel *decode.Relation, sink CopySink, cfg CopyConfig, log *slog.Logger) error {
+	repl, err := ConnectReplication(ctx, cfg.SourceURL)
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func SyncTable(ctx context.Context, sourceURL string, conn *pgx.Conn, rel *decod
 	log.Info("table sync started", "table", rel.QualifiedName(), "snapshot_lsn", lsn)
 	start := time.Now()
 	slot := NewSlot{ConsistentPoint: lsn, SnapshotName: r.SnapshotName}
-	if err := copyTables(ctx, conn, slot, []*decode.Relation{rel}, sink, keepalive, log); err != nil {
+	if err := CopyTables(ctx, conn, slot, []*decode.Relation{rel}, sink, cfg, log); err != nil {
 		return err
 	}
 	log.Info("table sync finished", "table", rel.QualifiedName(), "lsn", lsn, "elapsed", time.Since(start).Round(time.Millisecond))
