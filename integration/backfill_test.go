@@ -1,0 +1,161 @@
+package integration
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/pg2iceberg/pg2iceberg/iceberg"
+	"github.com/pg2iceberg/pg2iceberg/integration/harness"
+)
+
+// A 5,000,000-row table is backfilled by parallel workers while a write
+// load updates and deletes its rows; the bridge is killed with SIGKILL in
+// the middle of the copy and restarted; afterwards the mirror equals
+// Postgres row for row (compared by an ordered digest of every row).
+func TestBackfillUnderLoadWithKill(t *testing.T) {
+	const rows = 5_000_000
+	ctx := context.Background()
+	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
+	if err := pg.Exec(ctx, fmt.Sprintf(`
+		CREATE TABLE big (id bigint PRIMARY KEY, n int NOT NULL, v text NOT NULL);
+		INSERT INTO big SELECT g, 0, 'row ' || g FROM generate_series(1, %d) g;
+		CREATE TABLE small (id int PRIMARY KEY, v text);
+		INSERT INTO small SELECT g, 's' || g FROM generate_series(1, 1000) g;
+		ANALYZE big;
+		CREATE PUBLICATION bf_pub FOR TABLE big, small;`, rows)); err != nil {
+		t.Fatal(err)
+	}
+	conn := pgConn(t, pg)
+	tg := localTarget(t)
+	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "bf_pub", "--flush-interval", "1s", "--backfill-workers", "2"}, tg.args()...)
+
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // write load for the whole test
+		defer wg.Done()
+		lc, err := pg.Conn(ctx, "postgres")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer lc.Close(ctx)
+		for i := 1; !stop.Load(); i++ {
+			k := int64(i)*7919%rows + 1
+			for _, q := range []string{
+				`UPDATE big SET n = n + 1, v = 'updated ' || $1 WHERE id = $1`,
+				`DELETE FROM big WHERE id = $1 + 1`,
+				`UPDATE small SET v = 'u' || $1 WHERE id = $1 % 1000 + 1`,
+			} {
+				if _, err := lc.Exec(ctx, q, k); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+
+	b := startBridge(t, nil, args...)
+	deadline := time.Now().Add(3 * time.Minute)
+	for !strings.Contains(b.log(), `msg="copy progress" table=public.big`) {
+		if time.Now().After(deadline) || !b.running() {
+			t.Fatalf("no copy progress; log:\n%s", tail(b.log(), 20))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = b.cmd.Process.Kill() // SIGKILL halfway through the copy
+	b.exited(t, time.Minute)
+	t.Logf("killed during the copy: %s", lastLine(b.log(), "copy progress"))
+
+	b = startBridge(t, nil, args...)
+	waitSlot(t, conn, "pg2iceberg_bf_pub", b)
+	time.Sleep(3 * time.Second) // streaming under load after the copy
+	stop.Store(true)
+	wg.Wait()
+	waitCaughtUp(t, conn, "pg2iceberg_bf_pub", b)
+	b.stop(t)
+	if !strings.Contains(b.log(), `msg="copy finished" table=public.big`) {
+		t.Fatalf("the restarted bridge did not finish copying big; log:\n%s", tail(b.log(), 20))
+	}
+	t.Logf("restart: %s", lastLine(b.log(), "copy finished"))
+
+	var wantCount int64
+	var wantDigest string
+	if err := conn.QueryRow(ctx, `SELECT count(*), md5(string_agg(id || ':' || n || ':' || v, ',' ORDER BY id)) FROM big`).Scan(&wantCount, &wantDigest); err != nil {
+		t.Fatal(err)
+	}
+	gotCount, gotDigest := icegoDigest(t, tg, "public.big")
+	if gotCount != wantCount || gotDigest != wantDigest {
+		t.Fatalf("mirror of big: %d rows, digest %s; Postgres: %d rows, digest %s", gotCount, gotDigest, wantCount, wantDigest)
+	}
+	t.Logf("mirror of big equals Postgres: %d rows, digest %s", gotCount, gotDigest)
+	compareRows(t, "pyiceberg", "small", "id", pyicebergRows(t, tg, "public.small"), pgRows(t, conn, "id::text AS id, v", "small"))
+}
+
+func lastLine(log, substr string) string {
+	lines := strings.Split(log, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], substr) {
+			return lines[i]
+		}
+	}
+	return ""
+}
+
+// icegoDigest reads (id bigint, n int, v text) with iceberg-go and returns
+// the row count and the md5 of "id:n:v" rows joined by "," in id order.
+func icegoDigest(t *testing.T, tg target, name string) (int64, string) {
+	t.Helper()
+	ctx := context.Background()
+	cat, err := iceberg.OpenCatalog(ctx, iceberg.CatalogConfig{Warehouse: tg.warehouse, Catalog: tg.catalog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, tbl, _ := strings.Cut(name, ".")
+	tb, err := cat.LoadTable(ctx, table.Identifier{ns, tbl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, itr, err := tb.Scan(table.WithSelectedFields("id", "n", "v")).ToArrowRecords(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type r struct {
+		id int64
+		s  string
+	}
+	var all []r
+	for rec, err := range itr {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := rec.Column(rec.Schema().FieldIndices("id")[0]).(*array.Int64)
+		ns := rec.Column(rec.Schema().FieldIndices("n")[0]).(*array.Int32)
+		vs := rec.Column(rec.Schema().FieldIndices("v")[0])
+		for i := 0; i < int(rec.NumRows()); i++ {
+			all = append(all, r{ids.Value(i), fmt.Sprintf("%d:%d:%s", ids.Value(i), ns.Value(i), vs.ValueStr(i))})
+		}
+		rec.Release()
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
+	h := md5.New()
+	for i, x := range all {
+		if i > 0 {
+			h.Write([]byte(","))
+		}
+		h.Write([]byte(x.s))
+	}
+	return int64(len(all)), hex.EncodeToString(h.Sum(nil))
+}
