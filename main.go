@@ -101,6 +101,16 @@ func main() {
 				Action: runCmd,
 			},
 			{
+				Name:  "backfill",
+				Usage: "copy one table again, replacing its mirror's rows in one snapshot (stop the bridge first)",
+				Flags: []cli.Flag{flagSource, flagPublication, flagSlot, flagWarehouse, flagCatalog, flagS3Endpoint, flagS3Region, flagS3PathStye,
+					&cli.StringFlag{Name: "table", Required: true, Usage: "the published table to copy, as schema.table"},
+					&cli.IntFlag{Name: "backfill-workers", EnvVars: env("backfill-workers"), Value: runtime.NumCPU(), Usage: "connections copying in parallel"},
+					&cli.StringFlag{Name: "backfill", Hidden: true, Value: "copy"},
+				},
+				Action: backfillCmd,
+			},
+			{
 				Name:   "status",
 				Usage:  "print slot lag and each table's watermark",
 				Flags:  []cli.Flag{flagSource, flagPublication, flagSlot, flagWarehouse, flagCatalog, flagS3Endpoint, flagS3Region, flagS3PathStye},
@@ -317,6 +327,59 @@ func reconnect(ctx context.Context, source string, backoff *time.Duration, log *
 		*backoff = min(*backoff*2, 30*time.Second)
 		log.Warn("reconnect failed", "error", err, "next_attempt_in", *backoff)
 	}
+}
+
+func backfillCmd(c *cli.Context) error {
+	log := newLogger(c)
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	source, pub, slot, want := c.String(flagSource.Name), c.String(flagPublication.Name), slotName(c), c.String("table")
+	conn, err := replication.Connect(ctx, source)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	info, err := replication.LookupSlot(ctx, conn, slot)
+	if err != nil {
+		return fmt.Errorf("slot %s: %w: run the bridge once first", slot, err)
+	}
+	if info.Active {
+		return fmt.Errorf("slot %s is in use: stop the running bridge before a backfill (both would write the mirror)", slot)
+	}
+	rels, err := replication.Preflight(ctx, conn, pub)
+	if err != nil {
+		return fmt.Errorf("preflight failed:\n%w", err)
+	}
+	var rel *decode.Relation
+	for _, r := range rels {
+		if r.QualifiedName() == want {
+			rel = r
+		}
+	}
+	if rel == nil {
+		return fmt.Errorf("table %s is not in publication %s", want, pub)
+	}
+	repl, err := replication.ConnectReplication(ctx, source)
+	if err != nil {
+		return err
+	}
+	sys, err := replication.Identify(ctx, repl)
+	repl.Close(context.Background())
+	if err != nil {
+		return err
+	}
+	cat, err := iceberg.OpenCatalog(ctx, catalogConfig(c))
+	if err != nil {
+		return err
+	}
+	sink := iceberg.NewSink(cat, iceberg.Config{Source: iceberg.SourceID{SystemID: sys.SystemID, Database: sys.Database, Slot: slot}}, log)
+	if err := sink.AddTable(ctx, rel); err != nil {
+		return err
+	}
+	if err := backfillTable(ctx, c, source, conn, rel, sink, nil, log); err != nil {
+		return err
+	}
+	return sink.SaveIndexes()
 }
 
 func statusCmd(c *cli.Context) error {
