@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/tiering"
 )
 
 // Snapshot summary properties the bridge writes and reads.
@@ -41,6 +43,24 @@ type icebergTable struct {
 	fs        icebergio.WriteFileIO
 	watermark decode.LSN // end LSN of the last source transaction committed
 	committed time.Time  // when the bridge last committed to it
+	expired   time.Time  // when snapshots were last expired
+}
+
+// expireEvery is how often a table's snapshots are expired.
+const expireEvery = 5 * time.Minute
+
+// maybeExpire expires old snapshots now and then, after a commit.
+func (t *icebergTable) maybeExpire(ctx context.Context) error {
+	if time.Since(t.expired) < expireEvery {
+		return nil
+	}
+	t.expired = time.Now()
+	tbl, err := tiering.ExpireSnapshots(ctx, t.tbl)
+	if err != nil {
+		return err
+	}
+	t.tbl = tbl
+	return nil
 }
 
 func (t *icebergTable) name() string { return strings.Join(t.ident, ".") }
@@ -58,7 +78,9 @@ func ensureTable(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("create namespace %v: %w", ns, err)
 	}
-	opts := []catalog.CreateTableOpt{catalog.WithProperties(tableProps)}
+	props := maps.Clone(tableProps)
+	maps.Copy(props, tiering.DefaultRetention)
+	opts := []catalog.CreateTableOpt{catalog.WithProperties(props)}
 	if spec != nil {
 		opts = append(opts, catalog.WithPartitionSpec(spec))
 	}
@@ -149,7 +171,7 @@ func (t *icebergTable) commit(ctx context.Context, cat catalog.Catalog, data, de
 			tbl, err = txn.Commit(ctx)
 			if err == nil {
 				t.tbl, t.watermark, t.committed = tbl, lsn, time.Now()
-				return nil
+				return t.maybeExpire(ctx)
 			}
 		}
 		lastErr = err
