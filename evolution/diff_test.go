@@ -1,0 +1,85 @@
+package evolution
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	icego "github.com/apache/iceberg-go"
+)
+
+var (
+	i32  = icego.PrimitiveTypes.Int32
+	i64  = icego.PrimitiveTypes.Int64
+	f32  = icego.PrimitiveTypes.Float32
+	f64  = icego.PrimitiveTypes.Float64
+	str  = icego.PrimitiveTypes.String
+	date = icego.PrimitiveTypes.Date
+)
+
+func cols(cs ...Column) []Column { return cs }
+
+func TestDiff(t *testing.T) {
+	id := Column{Name: "id", Type: i32, Key: true}
+	tests := []struct {
+		name      string
+		cur, next []Column
+		want      []Update
+		wantErr   any
+	}{
+		{"same", cols(id, Column{Name: "a", Type: str}), cols(id, Column{Name: "a", Type: str}), nil, nil},
+		{"reordered", cols(id, Column{Name: "a", Type: str}, Column{Name: "b", Type: i32}), cols(id, Column{Name: "b", Type: i32}, Column{Name: "a", Type: str}), nil, nil},
+		{"add", cols(id), cols(id, Column{Name: "a", Type: str}, Column{Name: "b", Type: date}),
+			[]Update{{Kind: Add, Name: "a", Type: str}, {Kind: Add, Name: "b", Type: date}}, nil},
+		{"drop", cols(id, Column{Name: "a", Type: str}), cols(id), []Update{{Kind: Drop, Name: "a", From: str}}, nil},
+		{"int to long", cols(id, Column{Name: "n", Type: i32}), cols(id, Column{Name: "n", Type: i64}),
+			[]Update{{Kind: Promote, Name: "n", From: i32, Type: i64}}, nil},
+		{"float to double", cols(id, Column{Name: "f", Type: f32}), cols(id, Column{Name: "f", Type: f64}),
+			[]Update{{Kind: Promote, Name: "f", From: f32, Type: f64}}, nil},
+		{"decimal widening", cols(id, Column{Name: "d", Type: icego.DecimalTypeOf(10, 2)}), cols(id, Column{Name: "d", Type: icego.DecimalTypeOf(12, 2)}),
+			[]Update{{Kind: Promote, Name: "d", From: icego.DecimalTypeOf(10, 2), Type: icego.DecimalTypeOf(12, 2)}}, nil},
+		{"drop, promote and add in order", cols(id, Column{Name: "a", Type: str}, Column{Name: "n", Type: i32}), cols(id, Column{Name: "n", Type: i64}),
+			[]Update{{Kind: Drop, Name: "a", From: str}, {Kind: Promote, Name: "n", From: i32, Type: i64}}, nil},
+		{"long to int", cols(id, Column{Name: "n", Type: i64}), cols(id, Column{Name: "n", Type: i32}), nil, &IncompatibleTypeError{}},
+		{"text to int", cols(id, Column{Name: "n", Type: str}), cols(id, Column{Name: "n", Type: i32}), nil, &IncompatibleTypeError{}},
+		{"decimal scale change", cols(id, Column{Name: "d", Type: icego.DecimalTypeOf(10, 2)}), cols(id, Column{Name: "d", Type: icego.DecimalTypeOf(12, 3)}), nil, &IncompatibleTypeError{}},
+		{"decimal narrowing", cols(id, Column{Name: "d", Type: icego.DecimalTypeOf(10, 2)}), cols(id, Column{Name: "d", Type: icego.DecimalTypeOf(8, 2)}), nil, &IncompatibleTypeError{}},
+		{"rename looks like drop and add", cols(id, Column{Name: "a", Type: str}), cols(id, Column{Name: "b", Type: str}), nil, &AmbiguousChangeError{}},
+		{"key dropped", cols(id, Column{Name: "a", Type: str}), cols(Column{Name: "a", Type: str}), nil, &KeyChangeError{}},
+		{"key promoted", cols(id), cols(Column{Name: "id", Type: i64, Key: true}), nil, &KeyChangeError{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Diff("s.t", tt.cur, tt.next)
+			if tt.wantErr != nil {
+				target := reflect.New(reflect.TypeOf(tt.wantErr)).Interface()
+				if !errors.As(err, target) {
+					t.Fatalf("Diff() error = %v, want %T", err, tt.wantErr)
+				}
+				if err.Error() == "" {
+					t.Fatalf("empty error message")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Diff() error = %v", err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("Diff() = %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				g, w := got[i], tt.want[i]
+				if g.Kind != w.Kind || g.Name != w.Name || !sameType(g.Type, w.Type) || !sameType(g.From, w.From) {
+					t.Errorf("Diff()[%d] = %v, want %v", i, g, w)
+				}
+			}
+		})
+	}
+}
+
+func sameType(a, b icego.Type) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equals(b)
+}
