@@ -20,38 +20,39 @@ type changelog struct {
 	rel     *decode.Relation
 	idx     [7]int // op, lsn, xid, commit_ts, seq, before, after → top-level field
 	childOf []int  // relation column → child index in before/after
+	unbound []int  // children no relation column fills: written as NULL
 	files   map[int32]*fileWriter
+	closed  []icego.DataFile // this flush's files closed early (schema change)
 	changes int
 	lastEnd decode.LSN
 }
 
 func newChangelog(t *icebergTable, rel *decode.Relation) (*changelog, error) {
 	c := &changelog{icebergTable: t, rel: rel, files: make(map[int32]*fileWriter)}
-	sc := t.tbl.Schema()
-	if err := checkSameColumns(t.name(), sc, rel, true); err != nil {
+	if err := c.bind(); err != nil {
 		return nil, err
 	}
+	return c, nil
+}
+
+// bind maps the relation's columns onto the before/after structs by name.
+func (c *changelog) bind() error {
+	sc := c.tbl.Schema()
 	asc, err := tableArrowSchema(sc)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for i, name := range []string{colOp, colLSN, colXID, colCommitTS, colSeq, colBefore, colAfter} {
 		f := asc.FieldIndices(name)
 		if len(f) != 1 {
-			return nil, fmt.Errorf("%s: changelog column %q missing", t.name(), name)
+			return fmt.Errorf("%s: changelog column %q missing", c.name(), name)
 		}
 		c.idx[i] = f[0]
 	}
 	st := asc.Field(c.idx[6]).Type.(*arrow.StructType)
-	c.childOf = make([]int, len(rel.Columns))
-	for i, col := range rel.Columns {
-		j, ok := st.FieldIdx(col.Name)
-		if !ok {
-			return nil, fmt.Errorf("%s: column %q missing from the changelog's after struct", t.name(), col.Name)
-		}
-		c.childOf[i] = j
-	}
-	return c, nil
+	ice, _ := sc.FindFieldByName(colAfter)
+	c.childOf, c.unbound, err = bindFields(c.name(), c.rel, st.Fields(), ice.Type.(*icego.StructType).FieldList)
+	return err
 }
 
 // txInfo is what the changelog records of the source transaction.
@@ -109,7 +110,13 @@ func (c *changelog) appendImage(sb *array.StructBuilder, t decode.Tuple) error {
 		return nil
 	}
 	sb.Append(true)
+	for _, j := range c.unbound {
+		sb.FieldBuilder(j).AppendNull()
+	}
 	for i, d := range t {
+		if c.childOf[i] < 0 {
+			continue
+		}
 		var text []byte
 		switch d.Kind {
 		case decode.Text:
@@ -124,11 +131,24 @@ func (c *changelog) appendImage(sb *array.StructBuilder, t decode.Tuple) error {
 	return nil
 }
 
+// closeFiles closes the open files (before a schema change).
+func (c *changelog) closeFiles() error {
+	for day, fw := range c.files {
+		df, err := fw.close()
+		if err != nil {
+			return err
+		}
+		c.closed = append(c.closed, df)
+		delete(c.files, day)
+	}
+	return nil
+}
+
 func (c *changelog) flush(ctx context.Context, s *Sink) error {
 	if c.changes == 0 {
 		return nil
 	}
-	var data []icego.DataFile
+	data := c.closed
 	for _, fw := range c.files {
 		df, err := fw.close()
 		if err != nil {
@@ -140,7 +160,7 @@ func (c *changelog) flush(ctx context.Context, s *Sink) error {
 		return err
 	}
 	clear(c.files)
-	c.changes = 0
+	c.closed, c.changes = nil, 0
 	return nil
 }
 

@@ -23,7 +23,8 @@ type loc struct {
 type mirror struct {
 	*icebergTable
 	rel     *decode.Relation
-	colIdx  []int // relation column → top-level field of the table schema
+	colIdx  []int // relation column → top-level field of the table schema (-1: none)
+	unbound []int // fields no relation column fills: written as NULL
 	keyCols []int // relation columns of the key
 	keyType []arrow.DataType
 
@@ -47,27 +48,23 @@ func newMirror(t *icebergTable, rel *decode.Relation) (*mirror, error) {
 	return m, nil
 }
 
-// bind maps the relation's columns onto the table's current schema.
+// bind maps the relation's columns onto the table's current schema by
+// name (see bindFields).
 func (m *mirror) bind() error {
 	sc := m.tbl.Schema()
-	if err := checkSameColumns(m.name(), sc, m.rel, false); err != nil {
-		return err
-	}
 	asc, err := tableArrowSchema(sc)
 	if err != nil {
 		return err
 	}
-	m.colIdx = make([]int, len(m.rel.Columns))
+	m.colIdx, m.unbound, err = bindFields(m.name(), m.rel, asc.Fields(), sc.Fields())
+	if err != nil {
+		return err
+	}
 	m.keyCols, m.keyType = nil, nil
 	for i, c := range m.rel.Columns {
-		idx := asc.FieldIndices(c.Name)
-		if len(idx) != 1 {
-			return fmt.Errorf("%s: column %q not found in the Iceberg schema", m.name(), c.Name)
-		}
-		m.colIdx[i] = idx[0]
 		if c.Key {
 			m.keyCols = append(m.keyCols, i)
-			m.keyType = append(m.keyType, asc.Field(idx[0]).Type)
+			m.keyType = append(m.keyType, asc.Field(m.colIdx[i]).Type)
 		}
 	}
 	if len(m.keyCols) == 0 {
@@ -106,7 +103,13 @@ func (m *mirror) newDataFile() (*fileWriter, error) {
 
 // appendRow writes a full row's values to fw's builders.
 func (m *mirror) appendRow(fw *fileWriter, row decode.Tuple) error {
+	for _, j := range m.unbound {
+		fw.builder(j).AppendNull()
+	}
 	for i, d := range row {
+		if m.colIdx[i] < 0 {
+			continue
+		}
 		var text []byte
 		if d.Kind == decode.Text {
 			text = d.Data
@@ -219,6 +222,14 @@ type UnchangedToastError struct{ Table, Column string }
 
 func (e *UnchangedToastError) Error() string {
 	return fmt.Sprintf("%s: an UPDATE left the large value of column %s unchanged, the source did not send it and there is no mirror row to read it from; run ALTER TABLE %s REPLICA IDENTITY FULL so the old value arrives with the change", e.Table, e.Column, e.Table)
+}
+
+// closeFiles closes the open data file, if any (before a schema change).
+func (m *mirror) closeFiles() error {
+	if m.pending == nil {
+		return nil
+	}
+	return m.rotate()
 }
 
 // flush closes this flush's files and commits them in one snapshot.

@@ -185,36 +185,60 @@ func (s *Sink) Has(relID uint32) bool {
 	return ok
 }
 
-// Relation handles a relation message from the stream.
-func (s *Sink) Relation(rel *decode.Relation) error {
+// Relation handles a relation message from the stream: it evolves the
+// Iceberg schemas when the table's shape changed (see package evolution)
+// and rebinds the writers. Rows already written in this flush stay in files
+// of the old schema, closed here; all are committed together.
+func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 	st, ok := s.tables[rel.ID]
 	if !ok {
-		return fmt.Errorf("table %s appeared in the stream but was not part of the publication at start; tables added later are not copied yet: restart the bridge with a new slot (--slot) to copy it", rel.QualifiedName())
+		return fmt.Errorf("table %s appeared in the stream but is not known; it must be copied first", rel.QualifiedName())
 	}
 	// pgoutput does not send NOT NULL or type names, and with REPLICA
 	// IDENTITY FULL it flags every column as key: keep the catalog's view,
 	// whose key is the primary key the mirror is indexed by.
 	for i := range rel.Columns {
+		rel.Columns[i].Key = false
 		if j := st.rel.ColumnIndex(rel.Columns[i].Name); j >= 0 {
 			rel.Columns[i].NotNull = st.rel.Columns[j].NotNull
 			rel.Columns[i].TypeName = st.rel.Columns[j].TypeName
 			rel.Columns[i].Key = st.rel.Columns[j].Key
 		}
 	}
-	if st.mirror != nil {
-		if err := checkSameColumns(st.mirror.name(), st.mirror.tbl.Schema(), rel, false); err != nil {
+	rel.RowFilter = st.rel.RowFilter
+	evolve := func(t *icebergTable, changelog bool, closeFiles func() error) error {
+		if !s.txOpen || s.skip(t) || s.tx.commitLSN < schemaLSN(t.tbl) {
+			return nil // a replay from before the table's last schema change
+		}
+		if err := closeFiles(); err != nil {
 			return err
 		}
-		st.mirror.rel = rel
-		if err := st.mirror.bind(); err != nil {
+		updates, err := t.evolve(ctx, rel, changelog, s.tx.commitLSN)
+		if err != nil {
+			return err
+		}
+		for _, u := range updates {
+			s.log.Info("schema evolved", "table", t.name(), "change", u.String(), "schema_id", t.tbl.Schema().ID)
+		}
+		return nil
+	}
+	if m := st.mirror; m != nil {
+		if err := evolve(m.icebergTable, false, m.closeFiles); err != nil {
+			return err
+		}
+		m.rel = rel
+		if err := m.bind(); err != nil {
 			return err
 		}
 	}
-	if st.changelog != nil {
-		if err := checkSameColumns(st.changelog.name(), st.changelog.tbl.Schema(), rel, true); err != nil {
+	if c := st.changelog; c != nil {
+		if err := evolve(c.icebergTable, true, c.closeFiles); err != nil {
 			return err
 		}
-		st.changelog.rel = rel
+		c.rel = rel
+		if err := c.bind(); err != nil {
+			return err
+		}
 	}
 	st.rel = rel
 	return nil

@@ -20,7 +20,7 @@ import (
 type Sink interface {
 	// Has reports whether the table is known (copied or being streamed).
 	Has(relID uint32) bool
-	Relation(rel *decode.Relation) error
+	Relation(ctx context.Context, rel *decode.Relation) error
 	Begin(xid uint32, commitLSN decode.LSN, commitTS time.Time)
 	Change(c *decode.Change) error
 	Truncate(rels []*decode.Relation) error
@@ -231,7 +231,7 @@ func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 				return err
 			}
 		}
-		return s.sink.Relation(m.Rel)
+		return s.sink.Relation(ctx, m.Rel)
 	case *decode.Change:
 		return s.sink.Change(m)
 	case *decode.TruncateMessage:

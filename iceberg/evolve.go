@@ -1,0 +1,161 @@
+package iceberg
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	icego "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/evolution"
+	"github.com/pg2iceberg/pg2iceberg/mapping"
+)
+
+// PropSchemaLSN is the commit LSN of the source transaction whose relation
+// last changed the table's schema. Transactions committed below it are
+// replays from before that change: their (older) relations are written
+// onto the newer schema by column name instead of evolving it back.
+const PropSchemaLSN = "pg2iceberg.schema-lsn"
+
+// relColumns maps a relation's columns to Iceberg types.
+func relColumns(rel *decode.Relation) ([]evolution.Column, error) {
+	out := make([]evolution.Column, len(rel.Columns))
+	for i, c := range rel.Columns {
+		t, err := mapping.For(rel.QualifiedName(), mapping.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, TypeName: c.TypeName})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = evolution.Column{Name: c.Name, Type: t, Key: c.Key}
+	}
+	return out, nil
+}
+
+func fieldColumns(fields []icego.NestedField, sc *icego.Schema) []evolution.Column {
+	ids := map[int]bool{}
+	if sc != nil {
+		for _, id := range sc.IdentifierFieldIDs {
+			ids[id] = true
+		}
+	}
+	out := make([]evolution.Column, len(fields))
+	for i, f := range fields {
+		out[i] = evolution.Column{Name: f.Name, Type: f.Type, Key: ids[f.ID]}
+	}
+	return out
+}
+
+// bindFields maps relation columns onto Arrow fields by name: idx[i] is the
+// field of relation column i (-1: not in the table, the value is not
+// written), and unbound lists the fields no column fills (written as NULL).
+// A column's source type must equal or promote to its field's type.
+func bindFields(table string, rel *decode.Relation, fields []arrow.Field, iceFields []icego.NestedField) (idx, unbound []int, err error) {
+	cols, err := relColumns(rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	byName := make(map[string]int, len(fields))
+	for j, f := range fields {
+		byName[f.Name] = j
+	}
+	used := make([]bool, len(fields))
+	idx = make([]int, len(cols))
+	for i, c := range cols {
+		j, ok := byName[c.Name]
+		if !ok {
+			if c.Key {
+				return nil, nil, fmt.Errorf("%s: key column %s is not in the Iceberg table", table, c.Name)
+			}
+			idx[i] = -1
+			continue
+		}
+		if !evolution.Promotable(c.Type, iceFields[j].Type) {
+			return nil, nil, &evolution.IncompatibleTypeError{Table: table, Column: c.Name, From: iceFields[j].Type, To: c.Type}
+		}
+		idx[i], used[j] = j, true
+	}
+	for j := range fields {
+		if !used[j] {
+			if iceFields[j].Required {
+				return nil, nil, fmt.Errorf("%s: required column %s has no source column", table, fields[j].Name)
+			}
+			unbound = append(unbound, j)
+		}
+	}
+	return idx, unbound, nil
+}
+
+// schemaLSN reads a table's PropSchemaLSN (0 when unset).
+func schemaLSN(tbl *table.Table) decode.LSN {
+	v, err := strconv.ParseUint(tbl.Properties()[PropSchemaLSN], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return decode.LSN(v)
+}
+
+// evolve brings the table's schema to the relation's shape. changelog says
+// the columns live in the before/after structs. It returns the updates
+// applied (none when the schema already fits).
+func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changelog bool, lsn decode.LSN) ([]evolution.Update, error) {
+	sc := t.tbl.Schema()
+	fields := sc.Fields()
+	if changelog {
+		f, ok := sc.FindFieldByName(colAfter)
+		if !ok {
+			return nil, fmt.Errorf("%s: changelog has no %q column", t.name(), colAfter)
+		}
+		fields = f.Type.(*icego.StructType).FieldList
+	}
+	next, err := relColumns(rel)
+	if err != nil {
+		return nil, err
+	}
+	var current []evolution.Column
+	if changelog {
+		// Keys are the mirror's business; the structs hold plain columns.
+		current = fieldColumns(fields, nil)
+		for i := range next {
+			next[i].Key = false
+		}
+	} else {
+		current = fieldColumns(fields, sc)
+	}
+	updates, err := evolution.Diff(rel.QualifiedName(), current, next)
+	if err != nil || len(updates) == 0 {
+		return nil, err
+	}
+	txn := t.tbl.NewTransaction()
+	us := txn.UpdateSchema(true, false)
+	parents := [][]string{nil}
+	if changelog {
+		parents = [][]string{{colBefore}, {colAfter}}
+	}
+	for _, u := range updates {
+		for _, p := range parents {
+			path := append(append([]string(nil), p...), u.Name)
+			switch u.Kind {
+			case evolution.Drop:
+				us = us.DeleteColumn(path)
+			case evolution.Promote:
+				us = us.UpdateColumn(path, table.ColumnUpdate{FieldType: icego.Optional[icego.Type]{Valid: true, Val: u.Type}})
+			case evolution.Add:
+				us = us.AddColumn(path, u.Type, "", false, nil)
+			}
+		}
+	}
+	if err := us.Commit(); err != nil {
+		return nil, fmt.Errorf("evolve schema of %s: %w", t.name(), err)
+	}
+	if err := txn.SetProperties(icego.Properties{PropSchemaLSN: strconv.FormatUint(uint64(lsn), 10)}); err != nil {
+		return nil, fmt.Errorf("evolve schema of %s: %w", t.name(), err)
+	}
+	tbl, err := txn.Commit(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("evolve schema of %s: %w", t.name(), err)
+	}
+	t.tbl = tbl
+	return updates, nil
+}
