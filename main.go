@@ -306,7 +306,11 @@ func (c copySink) NewCopyWriter(relID uint32) (replication.RowWriter, error) {
 }
 
 func copyConfig(c *cli.Context, source string, keepalive func() error) replication.CopyConfig {
-	return replication.CopyConfig{SourceURL: source, Workers: c.Int("backfill-workers"), Keepalive: keepalive}
+	cfg := replication.CopyConfig{SourceURL: source, Workers: c.Int("backfill-workers"), Keepalive: keepalive, OnProgress: backfillProgress.set}
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		cfg.Terminal = os.Stderr
+	}
+	return cfg
 }
 
 // reconnect opens a new replication connection, waiting with exponential

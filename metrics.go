@@ -4,13 +4,35 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
 	"github.com/pg2iceberg/pg2iceberg/replication"
 )
+
+// copyProgress is every table copy's progress, for /metrics and /status.
+type copyProgress struct {
+	mu     sync.Mutex // guards tables
+	tables map[string][2]int64
+}
+
+var backfillProgress = &copyProgress{tables: map[string][2]int64{}}
+
+func (p *copyProgress) set(table string, rows, estimate int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tables[table] = [2]int64{rows, estimate}
+}
+
+func (p *copyProgress) snapshot() map[string][2]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.tables)
+}
 
 // serveMetrics serves /metrics (Prometheus text format) and /status (JSON)
 // until the returned server is closed. It runs in its own goroutine, started
@@ -36,6 +58,10 @@ func serveMetrics(addr string, p *replication.Progress, st *iceberg.Stats, log *
 		for _, t := range st.Tables() {
 			fmt.Fprintf(w, "pg2iceberg_table_watermark_lsn{table=%q} %d\n", t.Table, uint64(t.Watermark))
 		}
+		fmt.Fprintf(w, "# HELP pg2iceberg_backfill_rows Rows copied by each table's backfill, and its estimated total.\n# TYPE pg2iceberg_backfill_rows gauge\n")
+		for table, v := range backfillProgress.snapshot() {
+			fmt.Fprintf(w, "pg2iceberg_backfill_rows{table=%q} %d\npg2iceberg_backfill_rows_estimated{table=%q} %d\n", table, v[0], table, v[1])
+		}
 	})
 	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
 		type table struct {
@@ -44,13 +70,20 @@ func serveMetrics(addr string, p *replication.Progress, st *iceberg.Stats, log *
 			LastCommit string `json:"last_commit,omitempty"`
 		}
 		out := struct {
-			Received string  `json:"received_lsn"`
-			Acked    string  `json:"acknowledged_lsn"`
-			WALEnd   string  `json:"server_wal_end_lsn"`
-			LagBytes int64   `json:"lag_bytes"`
-			Changes  int64   `json:"changes_total"`
-			Tables   []table `json:"tables"`
-		}{p.Received().String(), p.Acked().String(), p.ServerWALEnd().String(), p.LagBytes(), st.Changes.Load(), nil}
+			Received string                      `json:"received_lsn"`
+			Acked    string                      `json:"acknowledged_lsn"`
+			WALEnd   string                      `json:"server_wal_end_lsn"`
+			LagBytes int64                       `json:"lag_bytes"`
+			Changes  int64                       `json:"changes_total"`
+			Tables   []table                     `json:"tables"`
+			Backfill map[string]map[string]int64 `json:"backfill,omitempty"`
+		}{p.Received().String(), p.Acked().String(), p.ServerWALEnd().String(), p.LagBytes(), st.Changes.Load(), nil, nil}
+		for table, v := range backfillProgress.snapshot() {
+			if out.Backfill == nil {
+				out.Backfill = map[string]map[string]int64{}
+			}
+			out.Backfill[table] = map[string]int64{"rows": v[0], "estimated_rows": v[1]}
+		}
 		for _, t := range st.Tables() {
 			tb := table{Table: t.Table, Watermark: t.Watermark.String()}
 			if !t.Committed.IsZero() {

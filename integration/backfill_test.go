@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -38,7 +40,8 @@ func TestBackfillUnderLoadWithKill(t *testing.T) {
 	}
 	conn := pgConn(t, pg)
 	tg := localTarget(t)
-	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "bf_pub", "--flush-interval", "1s", "--backfill-workers", "2"}, tg.args()...)
+	addr := freeAddr(t)
+	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "bf_pub", "--flush-interval", "1s", "--backfill-workers", "2", "--metrics-addr", addr}, tg.args()...)
 
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -85,6 +88,21 @@ func TestBackfillUnderLoadWithKill(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 	waitCaughtUp(t, conn, "pg2iceberg_bf_pub", b)
+	resp, err := http.Get("http://" + addr + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Backfill map[string]map[string]int64 `json:"backfill"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bf := st.Backfill["public.big"]; bf["rows"] < rows/2 || bf["rows"] != bf["estimated_rows"] {
+		t.Errorf("/status backfill of public.big = %v, want all rows copied", bf)
+	}
 	b.stop(t)
 	if !strings.Contains(b.log(), `msg="copy finished" table=public.big`) {
 		t.Fatalf("the restarted bridge did not finish copying big; log:\n%s", tail(b.log(), 20))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -39,6 +40,12 @@ type CopyConfig struct {
 	Workers int
 	// Keepalive, when set, is called every few seconds during the copy.
 	Keepalive func() error
+	// Terminal, when set, gets a progress bar per table (a terminal);
+	// otherwise progress is logged every few seconds.
+	Terminal io.Writer
+	// OnProgress, when set, is told each table's copied rows and the
+	// estimated total (for status and metrics); safe to call concurrently.
+	OnProgress func(table string, rows, estimate int64)
 }
 
 // chunkPages is the smallest chunk: 2,048 pages (16 MiB of heap).
@@ -89,7 +96,7 @@ func CopyTables(ctx context.Context, conn *pgx.Conn, slot NewSlot, rels []*decod
 	}
 	for _, rel := range rels {
 		sink.BeginCopy(rel.ID)
-		if err := copyTable(ctx, txs, rel, sink, keepalive, log); err != nil {
+		if err := copyTable(ctx, txs, rel, sink, cfg, keepalive, log); err != nil {
 			return err
 		}
 		if err := sink.FinishCopy(ctx, rel.ID, slot.ConsistentPoint); err != nil {
@@ -122,7 +129,7 @@ func planChunks(pages int64, workers int) []chunk {
 	return out
 }
 
-func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink CopySink, keepalive func() error, log *slog.Logger) error {
+func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink CopySink, cfg CopyConfig, keepalive func() error, log *slog.Logger) error {
 	var estimate float64
 	var pages int64
 	if err := txs[0].QueryRow(ctx, "SELECT GREATEST(reltuples, 0), pg_relation_size($1::oid) / current_setting('block_size')::int FROM pg_class WHERE oid = $1", rel.ID).Scan(&estimate, &pages); err != nil {
@@ -137,7 +144,7 @@ func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Cop
 		base += " AND (" + rel.RowFilter + ")"
 	}
 	chunks := planChunks(pages, len(txs))
-	p := &copyProgress{rel: rel, log: log, estimate: int64(estimate), start: time.Now(), last: time.Now()}
+	p := &copyProgress{rel: rel, log: log, estimate: int64(estimate), start: time.Now(), last: time.Now(), cfg: cfg}
 	log.Info("copy started", "table", rel.QualifiedName(), "estimated_rows", p.estimate, "chunks", len(chunks), "workers", min(len(txs), len(chunks)))
 
 	work := make(chan chunk) // closed by the feeder below
@@ -184,6 +191,7 @@ func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Cop
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	p.done()
 	log.Info("copy finished", "table", rel.QualifiedName(), "rows", p.rows.Load(), "elapsed", time.Since(p.start).Round(time.Millisecond),
 		"rows_per_s", int64(float64(p.rows.Load())/max(time.Since(p.start).Seconds(), 0.001)))
 	return nil
@@ -197,20 +205,34 @@ type copyProgress struct {
 	estimate int64
 	start    time.Time
 	rows     atomic.Int64
-	mu       sync.Mutex // guards last
+	cfg      CopyConfig
+	mu       sync.Mutex // guards last and writes to cfg.Terminal
 	last     time.Time
 }
 
 func (p *copyProgress) add(n int64, keepalive func() error) error {
 	rows := p.rows.Add(n)
+	if p.cfg.OnProgress != nil {
+		p.cfg.OnProgress(p.rel.QualifiedName(), rows, p.estimate)
+	}
+	every := 5 * time.Second
+	if p.cfg.Terminal != nil {
+		every = 250 * time.Millisecond
+	}
 	p.mu.Lock()
-	due := time.Since(p.last) > 5*time.Second
+	due := time.Since(p.last) > every
 	if due {
 		p.last = time.Now()
+		if p.cfg.Terminal != nil {
+			p.bar(rows)
+		}
 	}
 	p.mu.Unlock()
 	if !due {
 		return nil
+	}
+	if p.cfg.Terminal != nil {
+		return keepalive()
 	}
 	elapsed := time.Since(p.start).Seconds()
 	rate := float64(rows) / elapsed
@@ -223,6 +245,37 @@ func (p *copyProgress) add(n int64, keepalive func() error) error {
 	}
 	p.log.Info("copy progress", attrs...)
 	return keepalive()
+}
+
+// bar redraws the table's progress bar in place. Call with p.mu held.
+func (p *copyProgress) bar(rows int64) {
+	const width = 30
+	rate := float64(rows) / max(time.Since(p.start).Seconds(), 0.001)
+	frac, eta := 0.0, "?"
+	if p.estimate > 0 {
+		frac = min(float64(rows)/float64(p.estimate), 1)
+		if rate > 0 && rows < p.estimate {
+			eta = (time.Duration(float64(p.estimate-rows)/rate) * time.Second).Round(time.Second).String()
+		}
+	}
+	filled := int(frac * width)
+	fmt.Fprintf(p.cfg.Terminal, "\r%-30s [%s%s] %5.1f%% %d rows %d rows/s ETA %s  ",
+		p.rel.QualifiedName(), strings.Repeat("#", filled), strings.Repeat("-", width-filled), 100*frac, rows, int64(rate), eta)
+}
+
+// done ends the table's progress: the estimate becomes the count.
+func (p *copyProgress) done() {
+	if p.cfg.OnProgress != nil {
+		p.cfg.OnProgress(p.rel.QualifiedName(), p.rows.Load(), p.rows.Load())
+	}
+	if p.cfg.Terminal == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.estimate = p.rows.Load()
+	p.bar(p.rows.Load())
+	fmt.Fprintln(p.cfg.Terminal)
 }
 
 // copyWriter parses COPY text output as it arrives and feeds a CopyWriter.
