@@ -206,7 +206,7 @@ func runCmd(c *cli.Context) error {
 		_, notDone := sink.CopyState()
 		for _, rel := range notDone {
 			if err := backfillTable(ctx, c, source, conn, rel, sink, nil, log); err != nil {
-				return err
+				return stoppedOr(ctx, err, log)
 			}
 		}
 	}
@@ -224,7 +224,7 @@ func runCmd(c *cli.Context) error {
 				}
 			}
 		} else if err := replication.CopyTables(ctx, conn, ns, rels, copySink{sink}, copyConfig(c, source, nil), log); err != nil {
-			return err
+			return stoppedOr(ctx, err, log)
 		}
 		start = ns.ConsistentPoint
 	}
@@ -285,6 +285,16 @@ func runCmd(c *cli.Context) error {
 	}
 	log.Info("stopped", "lsn", sink.Durable())
 	return nil
+}
+
+// stoppedOr turns an error caused by a requested stop (SIGINT, SIGTERM)
+// during a copy into a clean exit: the next start copies what is missing.
+func stoppedOr(ctx context.Context, err error, log *slog.Logger) error {
+	if ctx.Err() != nil {
+		log.Warn("stopped during a copy; the next start copies the tables not yet complete", "error", err)
+		return nil
+	}
+	return err
 }
 
 // backfillTable copies one table in a snapshot of its own, or with

@@ -19,10 +19,10 @@ const PropCopyLSN = "pg2iceberg.copy-lsn"
 // do not survive.
 func (s *Sink) BeginCopy(relID uint32) {
 	st, ok := s.tables[relID]
-	if !ok || st.mirror == nil || len(st.mirror.index) == 0 {
+	if !ok || st.mirror == nil || st.mirror.index.len() == 0 {
 		return
 	}
-	s.log.Warn("mirror already holds rows: the new copy replaces them", "table", st.mirror.name(), "rows", len(st.mirror.index))
+	s.log.Warn("mirror already holds rows: the new copy replaces them", "table", st.mirror.name(), "rows", st.mirror.index.len())
 	st.mirror.truncate()
 }
 
@@ -117,10 +117,10 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 		m.files = append(m.files, w.fw.path)
 		m.closed = append(m.closed, df)
 		for pos, k := range w.keys {
-			if _, dup := m.index[k]; dup {
+			if _, dup := m.index.get(k); dup {
 				return fmt.Errorf("%s: key %q copied twice", m.name(), k)
 			}
-			m.index[k] = loc{file: id, pos: int64(pos)}
+			m.index.set(k, loc{file: id, pos: int64(pos)})
 		}
 		m.changes += len(w.keys)
 	}

@@ -15,7 +15,7 @@ import (
 // rebuildIndex reads the key columns and row positions of every live row
 // from the table's current snapshot: data files minus position deletes.
 func (m *mirror) rebuildIndex(ctx context.Context) error {
-	clear(m.index)
+	m.index.clear()
 	m.files = m.files[:0]
 	if m.tbl.CurrentSnapshot() == nil {
 		return nil
@@ -140,10 +140,10 @@ func (m *mirror) readKeys(ctx context.Context, df icego.DataFile, id int32, keyI
 				}
 			}
 			k := string(b)
-			if prev, dup := m.index[k]; dup {
+			if prev, dup := m.index.get(k); dup {
 				return fmt.Errorf("%s: key appears live twice (%s row %d and %s row %d): the table was changed by another writer", m.name(), m.files[prev.file], prev.pos, df.FilePath(), pos)
 			}
-			m.index[k] = loc{file: id, pos: pos}
+			m.index.set(k, loc{file: id, pos: pos})
 		}
 		return nil
 	})

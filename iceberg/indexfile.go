@@ -36,9 +36,9 @@ func (m *mirror) saveIndex() error {
 		buf.Write(binary.AppendUvarint(nil, uint64(len(f))))
 		buf.WriteString(f)
 	}
-	buf.Write(binary.AppendUvarint(nil, uint64(len(m.index))))
+	buf.Write(binary.AppendUvarint(nil, uint64(m.index.len())))
 	var tmp []byte
-	for k, l := range m.index {
+	for k, l := range m.index.all() {
 		tmp = binary.AppendUvarint(tmp[:0], uint64(len(k)))
 		tmp = append(tmp, k...)
 		tmp = binary.AppendUvarint(tmp, uint64(l.file))
@@ -100,7 +100,7 @@ func (m *mirror) loadIndex() error {
 	if err != nil {
 		return err
 	}
-	index := make(map[string]loc, n)
+	index := newKeyIndex()
 	for i := uint64(0); i < n; i++ {
 		k, err := readBytes(r)
 		if err != nil {
@@ -117,7 +117,7 @@ func (m *mirror) loadIndex() error {
 		if file >= nfiles {
 			return errors.New("key index file is damaged")
 		}
-		index[string(k)] = loc{file: int32(file), pos: int64(pos)}
+		index.set(string(k), loc{file: int32(file), pos: int64(pos)})
 	}
 	m.files, m.index = files, index
 	return nil

@@ -28,8 +28,8 @@ type mirror struct {
 	keyCols []int // relation columns of the key
 	keyType []arrow.DataType
 
-	index map[string]loc // key → live row; includes rows of the pending file
-	files []string       // file id → path
+	index *keyIndex // key → live row; includes rows of the pending file
+	files []string  // file id → path
 
 	pending   *fileWriter      // this flush's open data file, nil until the first row
 	pendingID int32            // its index in files
@@ -41,7 +41,7 @@ type mirror struct {
 }
 
 func newMirror(t *icebergTable, rel *decode.Relation) (*mirror, error) {
-	m := &mirror{icebergTable: t, rel: rel, index: make(map[string]loc)}
+	m := &mirror{icebergTable: t, rel: rel, index: newKeyIndex()}
 	if err := m.bind(); err != nil {
 		return nil, err
 	}
@@ -134,12 +134,12 @@ func kindName(k decode.Kind) string {
 }
 
 func (m *mirror) deleteKey(k string) bool {
-	l, ok := m.index[k]
+	l, ok := m.index.get(k)
 	if !ok {
 		return false
 	}
 	m.deletes = append(m.deletes, posDelete{path: m.files[l.file], pos: l.pos})
-	delete(m.index, k)
+	m.index.del(k)
 	return true
 }
 
@@ -158,7 +158,7 @@ func (m *mirror) insert(row decode.Tuple, k string) error {
 		return err
 	}
 	m.deleteKey(k) // an insert over a live key replaces it (replays, copy overlap)
-	m.index[k] = loc{file: m.pendingID, pos: m.pending.rows}
+	m.index.set(k, loc{file: m.pendingID, pos: m.pending.rows})
 	return m.pending.rowDone()
 }
 
@@ -211,9 +211,10 @@ func (m *mirror) apply(c *decode.Change, after decode.Tuple) error {
 // truncate deletes every live row.
 func (m *mirror) truncate() {
 	m.changes++
-	for k := range m.index {
-		m.deleteKey(k)
+	for _, l := range m.index.all() {
+		m.deletes = append(m.deletes, posDelete{path: m.files[l.file], pos: l.pos})
 	}
+	m.index.clear()
 }
 
 // UnchangedToastError reports an UPDATE that left a TOASTed value unchanged

@@ -73,7 +73,7 @@ func (s *Sink) resolveAfter(st *sourceTable, c *decode.Change, readMirror bool) 
 // readBack returns the text forms of the given relation columns of the live
 // row with key k (nil for NULL).
 func (m *mirror) readBack(k string, cols []int) ([][]byte, error) {
-	l, ok := m.index[k]
+	l, ok := m.index.get(k)
 	if !ok {
 		return nil, fmt.Errorf("the row is not in the mirror")
 	}

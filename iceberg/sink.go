@@ -141,12 +141,12 @@ func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 		}
 		start := time.Now()
 		if err := st.mirror.loadIndex(); err == nil {
-			s.log.Info("key index loaded", "table", rel.QualifiedName(), "rows", len(st.mirror.index), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
+			s.log.Info("key index loaded", "table", rel.QualifiedName(), "rows", st.mirror.index.len(), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
 		} else {
 			if err := st.mirror.rebuildIndex(ctx); err != nil {
 				return err
 			}
-			s.log.Info("key index rebuilt", "table", rel.QualifiedName(), "rows", len(st.mirror.index), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
+			s.log.Info("key index rebuilt", "table", rel.QualifiedName(), "rows", st.mirror.index.len(), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
 		}
 	} else {
 		s.log.Warn("table has no primary key or replica identity index: it gets a changelog only; set REPLICA IDENTITY FULL or add a primary key to mirror it",

@@ -230,15 +230,17 @@ func checkKeyChange(t *testing.T, tg target) {
 	t.Errorf("no changelog row for the update of id 3 to 1003")
 }
 
+// waitSlot waits until the bridge streams: its slot is active and every
+// copy is done (it logs "streaming").
 func waitSlot(t *testing.T, conn *pgx.Conn, slot string, b *bridge) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
 		var n int
 		if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1 AND active", slot).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n == 1 {
+		if n == 1 && strings.Contains(b.log(), "msg=streaming") {
 			return
 		}
 		if !b.running() {
@@ -246,7 +248,7 @@ func waitSlot(t *testing.T, conn *pgx.Conn, slot string, b *bridge) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("slot %s not active within a minute; log:\n%s", slot, tail(b.log(), 40))
+	t.Fatalf("slot %s not streaming within 3 minutes; log:\n%s", slot, tail(b.log(), 40))
 }
 
 func TestMixedWorkloadLocal(t *testing.T) { runMixed(t, localTarget(t), "") }
