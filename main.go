@@ -101,6 +101,15 @@ func main() {
 				Action: runCmd,
 			},
 			{
+				Name:  "setup",
+				Usage: "install the DDL capture (an event trigger) so renames propagate exactly and schema changes apply at commit; run once as a superuser",
+				Flags: []cli.Flag{&cli.StringFlag{Name: "source", EnvVars: env("source"), Usage: flagSource.Usage + " (a superuser; not needed with --print)"},
+					&cli.BoolFlag{Name: "print", Usage: "print the SQL instead of running it"},
+					&cli.BoolFlag{Name: "uninstall", Usage: "remove the DDL capture"},
+				},
+				Action: setupCmd,
+			},
+			{
 				Name:  "backfill",
 				Usage: "copy one table again, replacing its mirror's rows in one snapshot (stop the bridge first)",
 				Flags: []cli.Flag{flagSource, flagPublication, flagSlot, flagWarehouse, flagCatalog, flagS3Endpoint, flagS3Region, flagS3PathStye,
@@ -186,7 +195,7 @@ func runCmd(c *cli.Context) error {
 		FlushInterval: c.Duration("flush-interval"),
 	}, log)
 	for _, rel := range rels {
-		if err := sink.AddTable(ctx, rel); err != nil {
+		if err := addTable(ctx, conn, sink, rel); err != nil {
 			return err
 		}
 	}
@@ -246,7 +255,7 @@ func runCmd(c *cli.Context) error {
 				if err != nil {
 					return err
 				}
-				if err := sink.AddTable(ctx, full); err != nil {
+				if err := addTable(ctx, conn, sink, full); err != nil {
 					return err
 				}
 				return backfillTable(ctx, c, source, conn, full, sink, keepalive, log)
@@ -285,6 +294,19 @@ func runCmd(c *cli.Context) error {
 	}
 	log.Info("stopped", "lsn", sink.Durable())
 	return nil
+}
+
+// addTable opens a table's Iceberg tables and records its attnums for the
+// DDL capture.
+func addTable(ctx context.Context, conn *pgx.Conn, sink *iceberg.Sink, rel *decode.Relation) error {
+	if err := sink.AddTable(ctx, rel); err != nil {
+		return err
+	}
+	attnums, err := replication.AttNums(ctx, conn, rel.ID)
+	if err != nil {
+		return err
+	}
+	return sink.InitAttNums(ctx, rel.ID, attnums)
 }
 
 // stoppedOr turns an error caused by a requested stop (SIGINT, SIGTERM)
@@ -343,6 +365,34 @@ func reconnect(ctx context.Context, source string, backoff *time.Duration, log *
 	}
 }
 
+func setupCmd(c *cli.Context) error {
+	if c.Bool("print") {
+		if c.Bool("uninstall") {
+			fmt.Print(replication.UninstallSQL)
+		} else {
+			fmt.Print(replication.SetupSQL)
+		}
+		return nil
+	}
+	if c.String("source") == "" {
+		return errors.New("--source is required to install the DDL capture (or use --print to see the SQL)")
+	}
+	conn, err := replication.Connect(c.Context, c.String("source"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if err := replication.Setup(c.Context, conn, c.Bool("uninstall")); err != nil {
+		return err
+	}
+	if c.Bool("uninstall") {
+		fmt.Println("DDL capture removed")
+	} else {
+		fmt.Println("DDL capture installed: event trigger pg2iceberg_ddl")
+	}
+	return nil
+}
+
 func backfillCmd(c *cli.Context) error {
 	log := newLogger(c)
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
@@ -387,7 +437,7 @@ func backfillCmd(c *cli.Context) error {
 		return err
 	}
 	sink := iceberg.NewSink(cat, iceberg.Config{Source: iceberg.SourceID{SystemID: sys.SystemID, Database: sys.Database, Slot: slot}}, log)
-	if err := sink.AddTable(ctx, rel); err != nil {
+	if err := addTable(ctx, conn, sink, rel); err != nil {
 		return err
 	}
 	if err := backfillTable(ctx, c, source, conn, rel, sink, nil, log); err != nil {

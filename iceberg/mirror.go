@@ -225,6 +225,14 @@ func (e *UnchangedToastError) Error() string {
 	return fmt.Sprintf("%s: an UPDATE left the large value of column %s unchanged, the source did not send it and there is no mirror row to read it from; run ALTER TABLE %s REPLICA IDENTITY FULL so the old value arrives with the change", e.Table, e.Column, e.Table)
 }
 
+// closeFilesFunc returns m.closeFiles, or a no-op for a nil mirror.
+func (m *mirror) closeFilesFunc() func() error {
+	if m == nil {
+		return func() error { return nil }
+	}
+	return m.closeFiles
+}
+
 // closeFiles closes the open data file, if any (before a schema change).
 func (m *mirror) closeFiles() error {
 	if m.pending == nil {

@@ -21,6 +21,8 @@ type Sink interface {
 	// Has reports whether the table is known (copied or being streamed).
 	Has(relID uint32) bool
 	Relation(ctx context.Context, rel *decode.Relation) error
+	// DDL applies a captured DDL event (a logical message, see SetupSQL).
+	DDL(ctx context.Context, content []byte) error
 	Begin(xid uint32, commitLSN decode.LSN, commitTS time.Time)
 	Change(c *decode.Change) error
 	Truncate(rels []*decode.Relation) error
@@ -243,8 +245,11 @@ func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 		s.spool.abort(m.XID, m.SubXID)
 	case *decode.StreamCommit:
 		return s.replay(ctx, m)
-	case *decode.LogicalMessage, *decode.TypeMessage, *decode.Origin:
-		// Logical messages carry DDL events once the event trigger exists.
+	case *decode.LogicalMessage:
+		if m.Transactional && m.Prefix == DDLPrefix && s.inTx {
+			return s.sink.DDL(ctx, m.Content)
+		}
+	case *decode.TypeMessage, *decode.Origin:
 	default:
 		return fmt.Errorf("unhandled message %T", msg)
 	}

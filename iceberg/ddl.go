@@ -1,0 +1,157 @@
+package iceberg
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	icego "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/pg2iceberg/pg2iceberg/decode"
+)
+
+// PropAttNums maps the source table's column attnums to column names as of
+// the Iceberg schema (JSON), so a captured DDL event tells a rename (same
+// attnum, new name) from a drop and an add.
+const PropAttNums = "pg2iceberg.attnums"
+
+// DDLEvent is the message the DDL capture emits (see replication.SetupSQL).
+type DDLEvent struct {
+	RelID   uint32 `json:"relid"`
+	Tag     string `json:"tag"`
+	Schema  string `json:"schema"`
+	Table   string `json:"table"`
+	Columns []struct {
+		AttNum  int    `json:"attnum"`
+		Name    string `json:"name"`
+		TypeOID uint32 `json:"type_oid"`
+		TypeMod int32  `json:"typmod"`
+		NotNull bool   `json:"not_null"`
+	} `json:"columns"`
+}
+
+func attNumsOf(tbl *table.Table) map[int]string {
+	var m map[int]string
+	if v, ok := tbl.Properties()[PropAttNums]; ok {
+		if json.Unmarshal([]byte(v), &m) != nil {
+			return nil
+		}
+	}
+	return m
+}
+
+func attNumsProp(m map[int]string) string {
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// InitAttNums records a table's current attnums when none are recorded yet
+// (first start, or the DDL capture installed since).
+func (s *Sink) InitAttNums(ctx context.Context, relID uint32, attnums map[int]string) error {
+	st, ok := s.tables[relID]
+	if !ok {
+		return nil
+	}
+	for _, t := range []*icebergTable{mirrorTable(st.mirror), changelogTable(st.changelog)} {
+		if t == nil || attNumsOf(t.tbl) != nil {
+			continue
+		}
+		txn := t.tbl.NewTransaction()
+		if err := txn.SetProperties(icego.Properties{PropAttNums: attNumsProp(attnums)}); err != nil {
+			return fmt.Errorf("record attnums of %s: %w", t.name(), err)
+		}
+		tbl, err := txn.Commit(ctx)
+		if err != nil {
+			return fmt.Errorf("record attnums of %s: %w", t.name(), err)
+		}
+		t.tbl = tbl
+	}
+	return nil
+}
+
+// DDL applies a captured DDL event of the open transaction: renames first
+// (by attnum), then adds, drops and promotions as a relation change would.
+// The schema changes are committed at once, before any row change follows.
+func (s *Sink) DDL(ctx context.Context, content []byte) error {
+	var ev DDLEvent
+	if err := json.Unmarshal(content, &ev); err != nil {
+		return fmt.Errorf("malformed DDL event %q: %w", content, err)
+	}
+	st, ok := s.tables[ev.RelID]
+	if !ok || !s.txOpen {
+		return nil // not a table of ours (or a new one: copied when it has changes)
+	}
+	next := make(map[int]string, len(ev.Columns))
+	for _, c := range ev.Columns {
+		next[c.AttNum] = c.Name
+	}
+	renames := map[string]string{} // old name → new name
+	for _, t := range []*icebergTable{mirrorTable(st.mirror), changelogTable(st.changelog)} {
+		if t == nil || s.skip(t) || s.tx.commitLSN < schemaLSN(t.tbl) {
+			continue
+		}
+		old := attNumsOf(t.tbl)
+		for n, name := range next {
+			if was, ok := old[n]; ok && was != name {
+				renames[was] = name
+			}
+		}
+		if err := s.renameColumns(ctx, st, t, t == changelogTable(st.changelog), renames, next); err != nil {
+			return err
+		}
+	}
+	for i, c := range st.rel.Columns {
+		if to, ok := renames[c.Name]; ok {
+			st.rel.Columns[i].Name = to
+		}
+	}
+	rel := &decode.Relation{ID: ev.RelID, Schema: ev.Schema, Name: ev.Table, ReplicaIdentity: st.rel.ReplicaIdentity}
+	for _, c := range ev.Columns {
+		rel.Columns = append(rel.Columns, decode.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, NotNull: c.NotNull})
+	}
+	return s.Relation(ctx, rel)
+}
+
+// renameColumns renames columns of one Iceberg table (the changelog's in
+// both structs) and records the new attnums, in one commit.
+func (s *Sink) renameColumns(ctx context.Context, st *sourceTable, t *icebergTable, changelog bool, renames map[string]string, attnums map[int]string) error {
+	txn := t.tbl.NewTransaction()
+	if len(renames) > 0 {
+		closeFiles := st.mirror.closeFilesFunc()
+		if changelog {
+			closeFiles = st.changelog.closeFiles
+		}
+		if err := closeFiles(); err != nil {
+			return err
+		}
+		us := txn.UpdateSchema(true, false)
+		for from, to := range renames {
+			if changelog {
+				us = us.RenameColumn([]string{colBefore, from}, to).RenameColumn([]string{colAfter, from}, to)
+			} else {
+				us = us.RenameColumn([]string{from}, to)
+			}
+		}
+		if err := us.Commit(); err != nil {
+			return fmt.Errorf("rename columns of %s: %w", t.name(), err)
+		}
+	}
+	props := icego.Properties{PropAttNums: attNumsProp(attnums)}
+	if len(renames) > 0 {
+		props[PropSchemaLSN] = strconv.FormatUint(uint64(s.tx.commitLSN), 10)
+	}
+	if err := txn.SetProperties(props); err != nil {
+		return fmt.Errorf("rename columns of %s: %w", t.name(), err)
+	}
+	tbl, err := txn.Commit(ctx)
+	if err != nil {
+		return fmt.Errorf("rename columns of %s: %w", t.name(), err)
+	}
+	t.tbl = tbl
+	for from, to := range renames {
+		s.log.Info("schema evolved", "table", t.name(), "change", "rename column "+from+" to "+to, "schema_id", tbl.Schema().ID)
+	}
+	return nil
+}

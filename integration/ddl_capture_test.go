@@ -1,0 +1,112 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/pg2iceberg/pg2iceberg/iceberg"
+	"github.com/pg2iceberg/pg2iceberg/integration/harness"
+)
+
+// With the DDL capture installed (pg2iceberg setup): a rename keeps the
+// field ID and the values; a schema change with no following row change is
+// in the Iceberg schema within two flush intervals of its commit; renaming
+// back and forth works; uninstall removes it.
+// icegoColumns reads a table's current column names with iceberg-go.
+func icegoColumns(t *testing.T, tg target, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	cat, err := iceberg.OpenCatalog(ctx, iceberg.CatalogConfig{Warehouse: tg.warehouse, Catalog: tg.catalog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, tb, _ := strings.Cut(name, ".")
+	tbl, err := cat.LoadTable(ctx, table.Identifier{ns, tb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n []string
+	for _, f := range tbl.Schema().Fields() {
+		n = append(n, f.Name)
+	}
+	return strings.Join(n, ",")
+}
+
+func TestDDLCapture(t *testing.T) {
+	ctx := context.Background()
+	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
+	if err := pg.Exec(ctx, `CREATE TABLE people (id int PRIMARY KEY, name text, age int);
+		INSERT INTO people SELECT g, 'p' || g, g FROM generate_series(1, 100) g;
+		CREATE PUBLICATION ppl_pub FOR TABLE people;`); err != nil {
+		t.Fatal(err)
+	}
+	conn := pgConn(t, pg)
+	out, err := runOnce(t, "setup", "--print")
+	if err != nil || !strings.Contains(out, "CREATE EVENT TRIGGER pg2iceberg_ddl") {
+		t.Fatalf("setup --print: %v\n%s", err, out)
+	}
+	if out, err := runOnce(t, "setup", "--source", pg.SuperURL("postgres")); err != nil {
+		t.Fatalf("setup: %v\n%s", err, out)
+	}
+	tg := localTarget(t)
+	const flush = 2 * time.Second
+	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "ppl_pub", "--flush-interval", flush.String()}, tg.args()...)...)
+	waitSlot(t, conn, "pg2iceberg_ppl_pub", b)
+	before := map[string]int{}
+	for _, f := range pyicebergSchema(t, tg, "public.people") {
+		before[f.Name] = f.ID
+	}
+
+	// A rename with no row change: visible within 2 x flush interval.
+	exec1(t, conn, `ALTER TABLE people RENAME COLUMN name TO full_name`)
+	committed := time.Now()
+	for {
+		got := icegoColumns(t, tg, "public.people")
+		if got == "id,full_name,age" {
+			t.Logf("rename visible %v after commit", time.Since(committed).Round(10*time.Millisecond))
+			break
+		}
+		if time.Since(committed) > 2*flush {
+			t.Fatalf("columns %s %v after the rename, want id,full_name,age within %v", got, time.Since(committed), 2*flush)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, f := range pyicebergSchema(t, tg, "public.people") {
+		if f.Name == "full_name" && f.ID != before["name"] {
+			t.Errorf("renamed column has field id %d, want %d (the old one)", f.ID, before["name"])
+		}
+	}
+	// Rename, then add a column under the old name, in one transaction.
+	exec1(t, conn, `UPDATE people SET full_name = 'renamed ' || id WHERE id <= 10`)
+	tx := `BEGIN; ALTER TABLE people RENAME COLUMN age TO years; ALTER TABLE people ADD COLUMN age text; UPDATE people SET age = 'a' || years WHERE id <= 5; COMMIT;`
+	if err := pg.Exec(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	waitCaughtUp(t, conn, "pg2iceberg_ppl_pub", b)
+	b.stop(t)
+	if got := names(pyicebergSchema(t, tg, "public.people")); got != "id,full_name,years,age" {
+		t.Errorf("columns %s, want id,full_name,years,age", got)
+	}
+	for _, f := range pyicebergSchema(t, tg, "public.people") {
+		if f.Name == "years" && f.ID != before["age"] {
+			t.Errorf("years has field id %d, want %d (age's)", f.ID, before["age"])
+		}
+	}
+	want := pgRows(t, conn, `id::text AS id, full_name, years::text AS years, age`, "people")
+	compareRows(t, "pyiceberg", "people", "id", pyicebergRows(t, tg, "public.people"), want)
+	compareRows(t, "iceberg-go", "people", "id", icegoRows(t, tg, "public.people"), want)
+	if cl := pyicebergRows(t, tg, "public.people__changelog"); len(cl) != 15 {
+		t.Errorf("changelog has %d rows, want 15", len(cl))
+	}
+	if out, err := runOnce(t, "setup", "--uninstall", "--source", pg.SuperURL("postgres")); err != nil {
+		t.Fatalf("setup --uninstall: %v\n%s", err, out)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_event_trigger WHERE evtname = 'pg2iceberg_ddl'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("event trigger still installed (%d, %v)", n, err)
+	}
+}
