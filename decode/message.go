@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/pg2iceberg/pg2iceberg/mapping"
 )
 
 // LSN is a PostgreSQL WAL position.
@@ -38,10 +39,14 @@ type Column struct {
 	TypeMod int32
 	// Key is true when the column is part of the replica identity.
 	Key bool
-	// NotNull and TypeName come from the catalog (preflight), not from
-	// pgoutput; they are zero in relations the stream announces.
+	// NotNull, TypeName and Type come from the catalog (preflight), not
+	// from pgoutput; they are zero in relations the stream announces.
 	NotNull  bool
 	TypeName string
+	// Type describes the column's type (element type of an array and its
+	// declared dimensions, base type of a domain, attributes of a composite
+	// type, owning extension) as mapping needs it.
+	Type *mapping.Type
 }
 
 // Relation is the cached description of a published table.

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	icego "github.com/apache/iceberg-go"
+
+	"github.com/pg2iceberg/pg2iceberg/mapping"
 )
 
 // Column is one column as the diff sees it.
@@ -113,7 +115,7 @@ func Diff(table string, current, next []Column) ([]Update, error) {
 			added = append(added, n.Name)
 			continue
 		}
-		if c.Type.Equals(n.Type) {
+		if mapping.SameType(c.Type, n.Type) {
 			continue
 		}
 		if !Promotable(c.Type, n.Type) {
@@ -133,7 +135,7 @@ func Diff(table string, current, next []Column) ([]Update, error) {
 // Promotable reports whether Iceberg can change a column from one type to
 // another in place (the spec's allowed promotions).
 func Promotable(from, to icego.Type) bool {
-	if from.Equals(to) {
+	if mapping.SameType(from, to) {
 		return true
 	}
 	switch f := from.(type) {

@@ -24,7 +24,7 @@ const PropSchemaLSN = "pg2iceberg.schema-lsn"
 func relColumns(rel *decode.Relation) ([]evolution.Column, error) {
 	out := make([]evolution.Column, len(rel.Columns))
 	for i, c := range rel.Columns {
-		t, err := mapping.For(rel.QualifiedName(), mapping.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, TypeName: c.TypeName})
+		t, err := mapping.For(rel.QualifiedName(), mapping.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, TypeName: c.TypeName, Type: c.Type})
 		if err != nil {
 			return nil, err
 		}

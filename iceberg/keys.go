@@ -46,7 +46,7 @@ func appendKeyFromText(dst []byte, dt arrow.DataType, text []byte) ([]byte, erro
 	case arrow.STRING:
 		return appendKeyPart(dst, text), nil
 	case arrow.BINARY:
-		b, err := mapping.ParseBytea(text)
+		b, err := mapping.ParseBinary(text) // bytea or PostGIS EWKB, as mapping.Append reads it
 		if err != nil {
 			return nil, fmt.Errorf("key value: %w", err)
 		}

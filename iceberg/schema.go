@@ -22,34 +22,76 @@ const (
 	colAfter    = "after"
 )
 
-// rowFields maps the relation's columns to Iceberg fields, assigning IDs
-// from *next. Key columns are required (identifier fields must be).
-func rowFields(rel *decode.Relation, next *int, keysRequired bool) ([]icego.NestedField, error) {
+// columnType is the Iceberg type of a relation column.
+func columnType(rel *decode.Relation, c decode.Column) (icego.Type, error) {
+	return mapping.For(rel.QualifiedName(), mapping.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, TypeName: c.TypeName, Type: c.Type})
+}
+
+// rowFields maps the relation's columns to Iceberg fields. Key columns are
+// required (identifier fields must be). IDs are assigned by assignIDs.
+func rowFields(rel *decode.Relation, keysRequired bool) ([]icego.NestedField, error) {
 	fields := make([]icego.NestedField, 0, len(rel.Columns))
 	for _, c := range rel.Columns {
-		t, err := mapping.For(rel.QualifiedName(), mapping.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, TypeName: c.TypeName})
+		t, err := columnType(rel, c)
 		if err != nil {
 			return nil, err
 		}
 		fields = append(fields, icego.NestedField{
-			ID:       *next,
 			Name:     c.Name,
 			Type:     t,
 			Required: keysRequired && c.Key,
 		})
-		*next++
 	}
 	return fields, nil
+}
+
+// assignIDs gives every field a unique ID from *next, depth first: a
+// field, then the fields inside its type (list element, map key and value,
+// struct fields), then the next field. That is the order iceberg-go
+// assigns fresh IDs in when a table is created, so the schema built here
+// is the table's schema, IDs included.
+func assignIDs(fields []icego.NestedField, next *int) []icego.NestedField {
+	out := make([]icego.NestedField, len(fields))
+	for i, f := range fields {
+		f.ID = *next
+		*next++
+		f.Type = typeWithIDs(f.Type, next)
+		out[i] = f
+	}
+	return out
+}
+
+func typeWithIDs(t icego.Type, next *int) icego.Type {
+	switch t := t.(type) {
+	case *icego.StructType:
+		return &icego.StructType{FieldList: assignIDs(t.FieldList, next)}
+	case *icego.ListType:
+		l := *t
+		l.ElementID = *next
+		*next++
+		l.Element = typeWithIDs(t.Element, next)
+		return &l
+	case *icego.MapType:
+		m := *t
+		m.KeyID = *next
+		m.ValueID = *next + 1
+		*next += 2
+		m.KeyType = typeWithIDs(t.KeyType, next)
+		m.ValueType = typeWithIDs(t.ValueType, next)
+		return &m
+	}
+	return t
 }
 
 // MirrorSchema is the Iceberg schema of a source table's mirror: its columns,
 // with the replica identity columns as identifier fields.
 func MirrorSchema(rel *decode.Relation) (*icego.Schema, error) {
-	next := 1
-	fields, err := rowFields(rel, &next, true)
+	fields, err := rowFields(rel, true)
 	if err != nil {
 		return nil, err
 	}
+	next := 1
+	fields = assignIDs(fields, &next)
 	var ids []int
 	for i, c := range rel.Columns {
 		if c.Key {
@@ -61,24 +103,25 @@ func MirrorSchema(rel *decode.Relation) (*icego.Schema, error) {
 
 // ChangelogSchema is the schema of a source table's changelog.
 func ChangelogSchema(rel *decode.Relation) (*icego.Schema, error) {
-	next := 8
-	before, err := rowFields(rel, &next, false)
+	before, err := rowFields(rel, false)
 	if err != nil {
 		return nil, err
 	}
-	after, err := rowFields(rel, &next, false)
+	after, err := rowFields(rel, false)
 	if err != nil {
 		return nil, err
 	}
-	return icego.NewSchema(0,
-		icego.NestedField{ID: 1, Name: colOp, Type: icego.PrimitiveTypes.String, Required: true, Doc: "I, U, D or T"},
-		icego.NestedField{ID: 2, Name: colLSN, Type: icego.PrimitiveTypes.Int64, Required: true, Doc: "commit LSN of the source transaction"},
-		icego.NestedField{ID: 3, Name: colXID, Type: icego.PrimitiveTypes.Int64, Required: true, Doc: "source transaction id"},
-		icego.NestedField{ID: 4, Name: colCommitTS, Type: icego.PrimitiveTypes.TimestampTz, Required: true},
-		icego.NestedField{ID: 5, Name: colSeq, Type: icego.PrimitiveTypes.Int64, Required: true, Doc: "position of the change in its transaction"},
-		icego.NestedField{ID: 6, Name: colBefore, Type: &icego.StructType{FieldList: before}},
-		icego.NestedField{ID: 7, Name: colAfter, Type: &icego.StructType{FieldList: after}},
-	), nil
+	next := 1
+	fields := assignIDs([]icego.NestedField{
+		{Name: colOp, Type: icego.PrimitiveTypes.String, Required: true, Doc: "I, U, D or T"},
+		{Name: colLSN, Type: icego.PrimitiveTypes.Int64, Required: true, Doc: "commit LSN of the source transaction"},
+		{Name: colXID, Type: icego.PrimitiveTypes.Int64, Required: true, Doc: "source transaction id"},
+		{Name: colCommitTS, Type: icego.PrimitiveTypes.TimestampTz, Required: true},
+		{Name: colSeq, Type: icego.PrimitiveTypes.Int64, Required: true, Doc: "position of the change in its transaction"},
+		{Name: colBefore, Type: &icego.StructType{FieldList: before}},
+		{Name: colAfter, Type: &icego.StructType{FieldList: after}},
+	}, &next)
+	return icego.NewSchema(0, fields...), nil
 }
 
 // ChangelogSpec partitions a changelog by day of commit_ts.
@@ -110,15 +153,47 @@ func checkSameColumns(table string, sc *icego.Schema, rel *decode.Relation, chan
 		return &SchemaMismatchError{Table: table, Reason: fmt.Sprintf("Iceberg table has %d columns, source has %d", len(got), len(want))}
 	}
 	for i, c := range want {
-		t, err := mapping.For(rel.QualifiedName(), mapping.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, TypeName: c.TypeName})
+		if got[i].Name != c.Name {
+			return &SchemaMismatchError{Table: table, Reason: fmt.Sprintf("column %d is %s in Iceberg, %s at the source", i+1, got[i].Name, c.Name)}
+		}
+		if c.Type == nil && mapping.Builtin(c.TypeOID, c.TypeMod) == nil {
+			// A relation from the stream without the catalog's description
+			// of a type created in the database (enum, domain, composite,
+			// extension type): there is nothing to compare the table's type
+			// with here, and mapping.Append still checks every value
+			// against it.
+			continue
+		}
+		t, err := columnType(rel, c)
 		if err != nil {
 			return err
 		}
-		if got[i].Name != c.Name || !got[i].Type.Equals(t) {
+		same := mapping.SameType(got[i].Type, t)
+		if !same && c.Type == nil {
+			// Without the catalog's description an array counts as
+			// one-dimensional; the table knows its declared dimensions.
+			same = mapping.SameType(flattenLists(got[i].Type), t)
+		}
+		if !same {
 			return &SchemaMismatchError{Table: table, Reason: fmt.Sprintf("column %d is %s %s in Iceberg, %s %s at the source", i+1, got[i].Name, got[i].Type, c.Name, t)}
 		}
 	}
 	return nil
+}
+
+// flattenLists turns list<list<...<t>>> into list<t>.
+func flattenLists(t icego.Type) icego.Type {
+	l, ok := t.(*icego.ListType)
+	if !ok {
+		return t
+	}
+	for {
+		inner, ok := l.Element.(*icego.ListType)
+		if !ok {
+			return l
+		}
+		l = inner
+	}
 }
 
 // SchemaMismatchError reports a source table whose columns differ from its

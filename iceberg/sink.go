@@ -202,6 +202,9 @@ func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 		if j := st.rel.ColumnIndex(rel.Columns[i].Name); j >= 0 {
 			rel.Columns[i].NotNull = st.rel.Columns[j].NotNull
 			rel.Columns[i].TypeName = st.rel.Columns[j].TypeName
+			if rel.Columns[i].TypeOID == st.rel.Columns[j].TypeOID && rel.Columns[i].TypeMod == st.rel.Columns[j].TypeMod {
+				rel.Columns[i].Type = st.rel.Columns[j].Type
+			}
 			rel.Columns[i].Key = st.rel.Columns[j].Key
 		}
 	}

@@ -296,8 +296,9 @@ func mustAbs(t *testing.T, p string) string {
 	return a
 }
 
-// compareRows requires got and want to hold the same rows by key.
-func compareRows(t *testing.T, reader, table, key string, got, want []row) {
+// compareRows requires got and want to hold the same rows by key, and
+// reports whether they do.
+func compareRows(t *testing.T, reader, table, key string, got, want []row) bool {
 	t.Helper()
 	g, w := rowsKey(got, key), rowsKey(want, key)
 	if len(got) != len(g) {
@@ -327,7 +328,8 @@ func compareRows(t *testing.T, reader, table, key string, got, want []row) {
 			diffs = append(diffs[:15], fmt.Sprintf("... %d more", len(diffs)-15))
 		}
 		t.Errorf("%s read of %s differs from PostgreSQL (%d rows, want %d):\n  %s", reader, table, len(got), len(want), strings.Join(diffs, "\n  "))
-	} else {
-		t.Logf("%s read of %s: %d rows equal to PostgreSQL", reader, table, len(got))
+		return false
 	}
+	t.Logf("%s read of %s: %d rows equal to PostgreSQL", reader, table, len(got))
+	return len(got) == len(g)
 }

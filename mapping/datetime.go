@@ -107,7 +107,7 @@ func (p *scanner) time() (int64, error) {
 func special(text []byte) error {
 	switch string(text) {
 	case "infinity", "-infinity":
-		return fmt.Errorf("%s has no Iceberg equivalent (edge-value policies come with full type coverage)", text)
+		return fmt.Errorf("%s has no Iceberg equivalent; by default it is refused (see Edge values in docs/type-mapping.md: map the column to string to keep it)", text)
 	}
 	return nil
 }

@@ -2,17 +2,27 @@
 // and turns PostgreSQL's text output form of a value into an Arrow value of
 // that column's type.
 //
-// Role in the flow: iceberg asks For (type of a column) when it creates or
-// evolves a table, and calls Append for every value of every row it writes,
-// whether the row came from the initial copy or from the WAL stream.
+// Role in the flow: replication's preflight describes each column's type
+// from the catalog (a Type: array element and dimensions, domain base,
+// composite attributes, owning extension); iceberg asks For (the column's
+// Iceberg type, from the rule table Rules) when it creates or checks a
+// table, and calls Append for every value of every row it writes, whether
+// the row came from the initial copy or from the WAL stream. Append needs
+// only the builder: the Iceberg type For chose, and PostgreSQL's text
+// forms, decide how a value reads (see Append).
 //
 // Invariants:
 //   - mapping is pure: no I/O, no goroutines, no logging.
 //   - Lossless or fail: a value that does not fit its Iceberg type exactly is
-//     an error (ValueError), never rounded, truncated or replaced by NULL.
+//     an error (ValueError), never rounded, truncated or replaced by NULL,
+//     and it leaves the builder as it was.
 //   - A type with no mapping is an *UnsupportedTypeError.
+//   - docs/type-mapping.md's table is Rules (a test keeps them equal).
 //
 // Values arrive in the text output form of a session with DateStyle=ISO,
 // TimeZone=UTC, IntervalStyle=postgres, extra_float_digits=3 and
 // bytea_output=hex; replication sets these on every connection it opens.
+// The parsers of the compound forms (ParseArray, ParseComposite,
+// ParseHstore, ParseInterval, ParseEWKB) accept exactly what PostgreSQL's
+// output functions print.
 package mapping

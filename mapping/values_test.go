@@ -154,6 +154,26 @@ func valueAt(arr arrow.Array, i int) any {
 		return a.Value(i)
 	case *array.Timestamp:
 		return a.Value(i)
+	case *array.List:
+		start, end := a.ValueOffsets(i)
+		out := []any{}
+		for j := start; j < end; j++ {
+			out = append(out, valueAt(a.ListValues(), int(j)))
+		}
+		return out
+	case *array.Map:
+		start, end := a.ValueOffsets(i)
+		out := []any{}
+		for j := start; j < end; j++ {
+			out = append(out, [2]any{valueAt(a.Keys(), int(j)), valueAt(a.Items(), int(j))})
+		}
+		return out
+	case *array.Struct:
+		out := []any{}
+		for f := 0; f < a.NumField(); f++ {
+			out = append(out, valueAt(a.Field(f), i))
+		}
+		return out
 	}
 	return fmt.Sprintf("unexpected array %T", arr)
 }
@@ -172,6 +192,18 @@ func sameValue(got, want any) bool {
 			return ok && math.IsNaN(g)
 		}
 		return ok && g == w && math.Signbit(g) == math.Signbit(w)
+	}
+	if w, ok := want.([]any); ok {
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !sameValue(g[i], w[i]) {
+				return false
+			}
+		}
+		return true
 	}
 	return reflect.DeepEqual(got, want)
 }
@@ -455,6 +487,22 @@ var fuzzTypes = []arrow.DataType{
 	&arrow.Decimal128Type{Precision: 38, Scale: 38}, &arrow.Decimal128Type{Precision: 1, Scale: 0},
 	arrow.BinaryTypes.String, arrow.BinaryTypes.Binary, extensions.NewUUIDType(),
 	arrow.FixedWidthTypes.Date32, arrow.FixedWidthTypes.Time64us, tsType, tstzType,
+	// Nested types, as For maps arrays, composites, intervals and hstore.
+	mustArrow(builtinType(1007, -1)), mustArrow(arrayOf(builtinType(25, -1), 2)), mustArrow(geometryArray(1)),
+	mustArrow(builtinType(1186, -1)), mustArrow(addressType()), mustArrow(extType("hstore", "hstore")),
+	mustArrow(builtinType(1187, -1)), mustArrow(arrayOf(addressType(), 1)), mustArrow(geometryType()),
+}
+
+func mustArrow(typ *mapping.Type) arrow.DataType {
+	it, err := mapping.For("public.t", mapping.Column{Name: "c", Type: typ})
+	if err != nil {
+		panic(err)
+	}
+	dt, err := table.TypeToArrowType(it, false, false)
+	if err != nil {
+		panic(err)
+	}
+	return dt
 }
 
 // FuzzAppend: any text into any builder is a value or a *ValueError, never
@@ -485,6 +533,9 @@ func FuzzAppend(f *testing.F) {
 		}
 		arr := b.NewArray()
 		defer arr.Release()
+		if err := array.ValidateFull(arr); err != nil {
+			t.Fatalf("Append(%s, %q) built an invalid array: %v", dt, text, err)
+		}
 		if arr.IsNull(n) != (text == nil) {
 			t.Fatalf("Append(%s, %q): null = %t", dt, text, arr.IsNull(n))
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	icego "github.com/apache/iceberg-go"
 	"github.com/jackc/pgx/v5"
 	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/mapping"
@@ -83,8 +84,16 @@ func Preflight(ctx context.Context, conn *pgx.Conn, publication string) ([]*deco
 			})
 		}
 		for _, c := range rel.Columns {
-			if _, err := mapping.For(rel.QualifiedName(), mapping.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, TypeName: c.TypeName}); err != nil {
+			typ, err := mapping.For(rel.QualifiedName(), mapping.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, TypeName: c.TypeName, Type: c.Type})
+			if err != nil {
 				errs = append(errs, err)
+				continue
+			}
+			if _, primitive := typ.(icego.PrimitiveType); c.Key && !primitive {
+				errs = append(errs, &PreflightError{
+					Problem: fmt.Sprintf("%s.%s is part of the key the mirror is kept by, but its type %s becomes %s in Iceberg, and a key must be a single value", rel.QualifiedName(), c.Name, c.TypeName, typ),
+					Fix:     fmt.Sprintf("ALTER TABLE %s.%s REPLICA IDENTITY USING INDEX <a unique index on other columns>;  -- or add a primary key without this column (with REPLICA IDENTITY FULL and no primary key, every column is the key), or leave the table out of the publication", decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name)),
+				})
 			}
 		}
 	}
@@ -139,7 +148,7 @@ func publishedTables(ctx context.Context, conn *pgx.Conn, publication string) ([
 // else the replica identity index, else (REPLICA IDENTITY FULL) every column.
 func loadColumns(ctx context.Context, conn *pgx.Conn, rel *decode.Relation, published []string) error {
 	rows, err := conn.Query(ctx, `
-		SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, format_type(a.atttypid, a.atttypmod),
+		SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, format_type(a.atttypid, a.atttypmod), a.attndims,
 		       COALESCE((SELECT true FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary AND a.attnum = ANY(i.indkey)), false),
 		       COALESCE((SELECT true FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisreplident AND a.attnum = ANY(i.indkey)), false)
 		FROM pg_attribute a
@@ -153,21 +162,35 @@ func loadColumns(ctx context.Context, conn *pgx.Conn, rel *decode.Relation, publ
 		want[n] = true
 	}
 	var pk, ri []bool
+	var dims []int
 	for rows.Next() {
 		var c decode.Column
 		var isPK, isRI bool
-		if err := rows.Scan(&c.Name, &c.TypeOID, &c.TypeMod, &c.NotNull, &c.TypeName, &isPK, &isRI); err != nil {
+		var ndims int
+		if err := rows.Scan(&c.Name, &c.TypeOID, &c.TypeMod, &c.NotNull, &c.TypeName, &ndims, &isPK, &isRI); err != nil {
 			return fmt.Errorf("read columns of %s: %w", rel.QualifiedName(), err)
 		}
 		if len(published) > 0 && !want[c.Name] {
 			continue
 		}
 		rel.Columns = append(rel.Columns, c)
+		dims = append(dims, ndims)
 		pk = append(pk, isPK)
 		ri = append(ri, isRI)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read columns of %s: %w", rel.QualifiedName(), err)
+	}
+	// Describe each type from the catalog once the column query is done
+	// (one connection, one query at a time).
+	types := newTypeResolver(conn)
+	for i := range rel.Columns {
+		c := &rel.Columns[i]
+		t, err := types.resolve(ctx, c.TypeOID, c.TypeMod, dims[i], 0)
+		if err != nil {
+			return fmt.Errorf("read columns of %s: column %s: %w", rel.QualifiedName(), c.Name, err)
+		}
+		c.Type = t
 	}
 	var key []bool
 	switch {

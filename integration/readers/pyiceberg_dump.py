@@ -11,20 +11,22 @@ Used by pg2iceberg's Go integration tests as an independent reader.
 S3 credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
 
 Row output: columns in schema order; every non-null value is a string:
-  ints decimal; floats repr (float32 as the shortest text that round-trips
-  a float32), NaN/Infinity/-Infinity; decimals without exponent, keeping
-  scale; strings as-is; bytes '\\x' + lowercase hex; dates YYYY-MM-DD; times
+  ints decimal; floats as PostgreSQL prints them (shortest round-trip
+  digits, positional for decimal exponents -4..14, 5 for float32, else
+  1.5e+20 style; NaN, Infinity, -Infinity, -0); decimals without exponent,
+  keeping scale; strings as-is; bytes '\\x' + lowercase hex; dates
+  YYYY-MM-DD (years beyond 9999 in full, ' BC' after BC dates); times
   HH:MM:SS.ffffff; timestamps YYYY-MM-DD HH:MM:SS.ffffff (9 digits for ns),
-  timestamptz in UTC with '+00'; uuids lowercase canonical; booleans t/f.
-  Structs are JSON objects, lists JSON arrays, maps JSON arrays of
-  {"key": k, "value": v}; NULL is null. Rows are sorted by their JSON text.
+  timestamptz in UTC with '+00', then ' BC' for BC; uuids lowercase
+  canonical; booleans t/f. Structs are JSON objects, lists JSON arrays, maps
+  JSON arrays of {"key": k, "value": v} sorted by key; NULL is null. Rows are
+  sorted by their JSON text. (docs/type-mapping.md, "Canonical text forms".)
 
 --schema prints [{"id", "name", "type", "required"}, ...] instead.
 Exit status 1 with "error: ..." on stderr on any failure.
 """
 
 import argparse
-import datetime
 import decimal
 import json
 import math
@@ -33,8 +35,6 @@ import struct
 import sys
 import uuid
 
-EPOCH = datetime.datetime(1970, 1, 1)
-EPOCH_DATE = datetime.date(1970, 1, 1)
 UNIT_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
@@ -119,37 +119,87 @@ def schema_json(schema):
 
 # ---------------------------------------------------------------- values
 
+def shortest_digits(v, bits):
+    """Shortest decimal digits that read back to v, and the decimal exponent
+    of the first digit: 1234.5 -> ("12345", 3)."""
+    if bits == 32:
+        f32 = struct.unpack("f", struct.pack("f", v))[0]
+        for n in range(1, 10):
+            text = f"{f32:.{n - 1}e}"
+            if struct.unpack("f", struct.pack("f", float(text)))[0] == f32:
+                break
+    else:
+        text = f"{v:.16e}"
+        for n in range(1, 18):
+            cand = f"{v:.{n - 1}e}"
+            if float(cand) == v:
+                text = cand
+                break
+    mant, exp = text.split("e")
+    digits = mant.replace("-", "").replace(".", "").rstrip("0") or "0"
+    return digits, int(exp)
+
+
 def fmt_float(v, bits):
+    """A float as PostgreSQL prints it with extra_float_digits > 0."""
     if math.isnan(v):
         return "NaN"
     if math.isinf(v):
         return "Infinity" if v > 0 else "-Infinity"
-    if bits == 32:
-        f32 = struct.unpack("f", struct.pack("f", v))[0]
-        for digits in range(1, 10):
-            s = f"{f32:.{digits}g}"
-            if struct.unpack("f", struct.pack("f", float(s)))[0] == f32:
-                return repr(float(s))
-    return repr(v)
+    if v == 0:
+        return "-0" if math.copysign(1.0, v) < 0 else "0"
+    sign = "-" if v < 0 else ""
+    digits, exp = shortest_digits(abs(v), bits)
+    if exp < -4 or exp >= (6 if bits == 32 else 15):
+        mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{mant}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    if exp < 0:
+        return sign + "0." + "0" * (-exp - 1) + digits
+    if len(digits) <= exp + 1:
+        return sign + digits + "0" * (exp + 1 - len(digits))
+    return sign + digits[:exp + 1] + "." + digits[exp + 1:]
 
 
 def fmt_decimal(d):
     return format(d, "f")
 
 
+def civil_from_days(z):
+    """Proleptic Gregorian (year, month, day) of days since 1970-01-01, any
+    range, year 0 being 1 BC."""
+    z += 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    y = yoe + era * 400
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + 3 if mp < 10 else mp - 9
+    return (y + 1 if m <= 2 else y), m, d
+
+
+def fmt_ymd(days):
+    y, m, d = civil_from_days(days)
+    bc = y <= 0
+    if bc:
+        y = 1 - y
+    return f"{y:04d}-{m:02d}-{d:02d}", bc
+
+
 def fmt_timestamp(value, unit, tz):
     per_s = UNIT_PER_SECOND[unit]
     secs, frac = divmod(value, per_s)
-    try:
-        dt = EPOCH + datetime.timedelta(seconds=secs)
-    except OverflowError:
-        return f"{value}{unit}"
-    text = f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d} {dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
+    days, sod = divmod(secs, 86400)
+    ymd, bc = fmt_ymd(days)
+    h, rem = divmod(sod, 3600)
+    m, sec = divmod(rem, 60)
+    text = f"{ymd} {h:02d}:{m:02d}:{sec:02d}"
     if unit == "ns":
         text += f".{frac:09d}"
     else:
         text += f".{frac * (1_000_000 // per_s):06d}"
-    return text + ("+00" if tz else "")
+    return text + ("+00" if tz else "") + (" BC" if bc else "")
 
 
 def fmt_time(value, unit):
@@ -163,11 +213,8 @@ def fmt_time(value, unit):
 
 
 def fmt_date(days):
-    try:
-        d = EPOCH_DATE + datetime.timedelta(days=days)
-    except OverflowError:
-        return f"{days}d"
-    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}"
+    ymd, bc = fmt_ymd(days)
+    return ymd + (" BC" if bc else "")
 
 
 def convert_array(arr, ice_type):
@@ -228,7 +275,8 @@ def convert_array(arr, ice_type):
         keys = convert_array(arr.keys, k_ice)
         items = convert_array(arr.items, v_ice)
         offsets = arr.offsets.to_pylist()
-        out = [[{"key": keys[j], "value": items[j]} for j in range(offsets[r], offsets[r + 1])]
+        out = [sorted(({"key": keys[j], "value": items[j]} for j in range(offsets[r], offsets[r + 1])),
+                      key=lambda e: (e["key"] is not None, (e["key"] or "").encode("utf-8")))
                for r in range(len(arr))]
         return mask(out)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
