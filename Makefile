@@ -8,9 +8,12 @@ build:
 
 # Unit tests of the pure packages, then the end-to-end tests against a
 # throwaway PostgreSQL, versitygw and real readers (run scripts/setup.sh first).
+# The interop suite's reader x check table is printed at the end.
 test: build
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 40m ./...
+	rm -f bin/interop-report.txt
+	PG2ICEBERG_INTEROP_REPORT=$(CURDIR)/bin/interop-report.txt $(GO) test -count=1 -timeout 40m ./...
+	@if [ -f bin/interop-report.txt ]; then cat bin/interop-report.txt; fi
 
 unit:
 	$(GO) test -count=1 ./decode/ ./mapping/ ./iceberg/ ./replication/

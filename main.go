@@ -84,10 +84,12 @@ func main() {
    pg2iceberg status --source postgres://app@localhost/shop --publication shop_pub --warehouse ./warehouse`,
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "debug", EnvVars: env("debug"), Usage: "log at debug level"}},
 		Commands: []*cli.Command{
+			serveCommand(), repairCommand(),
 			{
 				Name:  "run",
 				Usage: "copy the published tables, then stream every change into Iceberg",
 				Flags: []cli.Flag{flagSource, flagPublication, flagSlot, flagWarehouse, flagCatalog, flagS3Endpoint, flagS3Region, flagS3PathStye,
+					flagServeCatalog, flagCatalogToken, flagCatalogTokenFile, flagVendS3Credentials,
 					&cli.DurationFlag{Name: "flush-interval", EnvVars: env("flush-interval"), Value: iceberg.DefaultFlushInterval, Usage: "commit at least this often while changes are pending, e.g. 5s"},
 					&cli.IntFlag{Name: "flush-rows", EnvVars: env("flush-rows"), Value: iceberg.DefaultFlushRows, Usage: "commit once this many changes are pending"},
 					&cli.Int64Flag{Name: "flush-bytes", EnvVars: env("flush-bytes"), Value: iceberg.DefaultFlushBytes, Usage: "commit once this many Parquet bytes are pending"},
@@ -187,6 +189,11 @@ func runCmd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	stopCatalog, err := serveCatalogForRun(ctx, c, log) // starts nothing without --serve-catalog
+	if err != nil {
+		return err
+	}
+	defer stopCatalog()
 	sink := iceberg.NewSink(cat, iceberg.Config{
 		Source:        iceberg.SourceID{SystemID: sys.SystemID, Database: sys.Database, Slot: slot},
 		NoChangelog:   c.Bool("no-changelog"),

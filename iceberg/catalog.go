@@ -130,33 +130,48 @@ func OpenCatalog(ctx context.Context, c CatalogConfig) (catalog.Catalog, error) 
 			return nil, fmt.Errorf("open REST catalog at %s: %w", redactURL(c.Catalog), err)
 		}
 		return cat, nil
-	case strings.HasPrefix(c.Catalog, "postgres://"), strings.HasPrefix(c.Catalog, "postgresql://"):
-		db, err := dbsql.Open("pgx", c.Catalog)
-		if err != nil {
-			return nil, fmt.Errorf("open SQL catalog at %s: %w", redactURL(c.Catalog), err)
-		}
-		cat, err := sqlcat.NewCatalog(name, db, sqlcat.Postgres, props)
-		if err != nil {
-			return nil, fmt.Errorf("open SQL catalog at %s: %w", redactURL(c.Catalog), err)
-		}
-		return cat, nil
 	default:
-		path := c.SQLitePath()
-		if dir := filepath.Dir(path); dir != "" {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return nil, fmt.Errorf("create catalog directory: %w", err)
-			}
-		}
-		db, err := dbsql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+		db, dialect, err := openCatalogDB(c)
 		if err != nil {
-			return nil, fmt.Errorf("open SQLite catalog %s: %w", path, err)
+			return nil, err
 		}
-		cat, err := sqlcat.NewCatalog(name, db, sqlcat.SQLite, props)
+		cat, err := sqlcat.NewCatalog(name, db, dialect, props)
 		if err != nil {
-			return nil, fmt.Errorf("open SQLite catalog %s: %w", path, err)
+			return nil, fmt.Errorf("open %s: %w", c.describeSQL(), err)
 		}
 		return cat, nil
 	}
+}
+
+// openCatalogDB opens the database of a SQL catalog: Postgres for a
+// postgres:// catalog, else the SQLite file (created if missing).
+func openCatalogDB(c CatalogConfig) (*dbsql.DB, sqlcat.SupportedDialect, error) {
+	if strings.HasPrefix(c.Catalog, "postgres://") || strings.HasPrefix(c.Catalog, "postgresql://") {
+		db, err := dbsql.Open("pgx", c.Catalog)
+		if err != nil {
+			return nil, "", fmt.Errorf("open %s: %w", c.describeSQL(), err)
+		}
+		return db, sqlcat.Postgres, nil
+	}
+	path := c.SQLitePath()
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, "", fmt.Errorf("create catalog directory: %w", err)
+		}
+	}
+	db, err := dbsql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		return nil, "", fmt.Errorf("open %s: %w", c.describeSQL(), err)
+	}
+	return db, sqlcat.SQLite, nil
+}
+
+// describeSQL names a SQL catalog for messages, without its password.
+func (c CatalogConfig) describeSQL() string {
+	if p := c.SQLitePath(); p != "" {
+		return "SQLite catalog " + p
+	}
+	return "SQL catalog at " + redactURL(c.Catalog)
 }
 
 // redactURL drops the password from a URL for messages and logs.

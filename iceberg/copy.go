@@ -136,7 +136,9 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 	if err != nil {
 		return fmt.Errorf("mark copy of %s complete: %w", m.name(), err)
 	}
-	m.tbl = tbl
+	if err := m.committedTo(tbl); err != nil {
+		return err
+	}
 	crashPoint("copy-done")
 	if m.watermark < lsn {
 		m.watermark = lsn

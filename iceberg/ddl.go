@@ -66,7 +66,9 @@ func (s *Sink) InitAttNums(ctx context.Context, relID uint32, attnums map[int]st
 		if err != nil {
 			return fmt.Errorf("record attnums of %s: %w", t.name(), err)
 		}
-		t.tbl = tbl
+		if err := t.committedTo(tbl); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -149,7 +151,9 @@ func (s *Sink) renameColumns(ctx context.Context, st *sourceTable, t *icebergTab
 	if err != nil {
 		return fmt.Errorf("rename columns of %s: %w", t.name(), err)
 	}
-	t.tbl = tbl
+	if err := t.committedTo(tbl); err != nil {
+		return err
+	}
 	for from, to := range renames {
 		s.log.Info("schema evolved", "table", t.name(), "change", "rename column "+from+" to "+to, "schema_id", tbl.Schema().ID)
 	}

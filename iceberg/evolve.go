@@ -156,6 +156,8 @@ func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changel
 	if err != nil {
 		return nil, fmt.Errorf("evolve schema of %s: %w", t.name(), err)
 	}
-	t.tbl = tbl
+	if err := t.committedTo(tbl); err != nil {
+		return nil, err
+	}
 	return updates, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -59,7 +60,23 @@ func (t *icebergTable) maybeExpire(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return t.committedTo(tbl)
+}
+
+// committedTo takes the table as a commit left it and points the table's
+// metadata/version-hint.text at its metadata file, so readers without a
+// catalog (DuckDB's iceberg_scan on the table directory) find it.
+func (t *icebergTable) committedTo(tbl *table.Table) error {
+	changed := t.tbl == nil || t.tbl.MetadataLocation() != tbl.MetadataLocation()
 	t.tbl = tbl
+	if !changed {
+		return nil
+	}
+	name := path.Base(tbl.MetadataLocation())
+	hint := strings.TrimSuffix(name, ".metadata.json")
+	if err := t.fs.WriteFile(tbl.Location()+"/metadata/version-hint.text", []byte(hint)); err != nil {
+		return fmt.Errorf("write version hint of %s: %w", t.name(), err)
+	}
 	return nil
 }
 
@@ -106,7 +123,10 @@ func openTable(ctx context.Context, cat catalog.Catalog, ident table.Identifier,
 	if !ok {
 		return nil, fmt.Errorf("file IO of %v cannot write", ident)
 	}
-	t := &icebergTable{ident: ident, tbl: tbl, fs: wfs}
+	t := &icebergTable{ident: ident, fs: wfs}
+	if err := t.committedTo(tbl); err != nil {
+		return nil, err
+	}
 	if t.watermark, t.committed, err = Watermark(tbl, source); err != nil {
 		return nil, err
 	}
@@ -170,7 +190,10 @@ func (t *icebergTable) commit(ctx context.Context, cat catalog.Catalog, data, de
 			var tbl *table.Table
 			tbl, err = txn.Commit(ctx)
 			if err == nil {
-				t.tbl, t.watermark, t.committed = tbl, lsn, time.Now()
+				t.watermark, t.committed = lsn, time.Now()
+				if err := t.committedTo(tbl); err != nil {
+					return err
+				}
 				return t.maybeExpire(ctx)
 			}
 		}
@@ -184,8 +207,8 @@ func (t *icebergTable) commit(ctx context.Context, cat catalog.Catalog, data, de
 			return fmt.Errorf("commit %s: outcome unknown (%w), and reloading failed: %w; the files are kept", t.name(), err, lerr)
 		}
 		if hasCommit(tbl, commitID) {
-			t.tbl, t.watermark, t.committed = tbl, lsn, time.Now()
-			return nil
+			t.watermark, t.committed = lsn, time.Now()
+			return t.committedTo(tbl)
 		}
 		if !onlyOurs(tbl, t.tbl, source) {
 			return fmt.Errorf("commit %s: another writer committed to the table (%w); restart the bridge to rebuild its key index", t.name(), err)

@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -192,6 +194,35 @@ func runMixed(t *testing.T, tg target, crash string) {
 		checkChangelog(t, tg, table, w.changes[table])
 	}
 	checkKeyChange(t, tg)
+	if tg.s3 == nil {
+		checkCatalogless(t, conn, tg)
+	}
+}
+
+// checkCatalogless reads a mirror as a catalog-less reader does: DuckDB's
+// iceberg_scan on the table directory, through metadata/version-hint.text.
+func checkCatalogless(t *testing.T, conn *pgx.Conn, tg target) {
+	t.Helper()
+	dir := filepath.Join(mustAbs(t, tg.warehouse), "shop.db", "orders")
+	script := `import sys, os, duckdb, duckdb_ext
+ext = os.path.join(list(duckdb_ext.__path__)[0], "extensions")
+con = duckdb.connect(config={"extension_directory": ext, "autoinstall_known_extensions": False, "autoload_known_extensions": False})
+for e in ("avro", "iceberg"):
+    con.load_extension(e)
+print(con.execute("SELECT count(*), sum(amount) FROM iceberg_scan(?)", [sys.argv[1]]).fetchone())`
+	out, err := exec.Command("python3", "-c", script, dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("duckdb iceberg_scan(%s): %v\n%s", dir, err, out)
+	}
+	var want string
+	if err := conn.QueryRow(context.Background(), `SELECT '(' || count(*) || ', Decimal(''' || sum(amount) || '''))' FROM shop.orders`).Scan(&want); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != want {
+		t.Errorf("duckdb iceberg_scan on the table directory = %s, want %s", got, want)
+	} else {
+		t.Logf("duckdb iceberg_scan on the table directory (version-hint.text): %s", got)
+	}
 }
 
 // checkChangelog requires exactly one changelog row per committed change.

@@ -3,8 +3,12 @@
 # like; it only installs what is missing.
 #   - PostgreSQL server binaries (Debian's postgresql package)
 #   - versitygw v1.8.0, a local S3 gateway (go install)
-#   - Python readers: pyiceberg + pyarrow (required), duckdb + its iceberg
-#     extension (optional)
+#   - Python readers: pyiceberg + pyarrow, duckdb + its iceberg extension,
+#     pyspark
+#   - Java 17 and Maven (apt-get), and the iceberg-spark-runtime jar matching
+#     pyspark (Maven Central), for the interop suite's Spark SQL reader. The
+#     jar is kept in $PG2ICEBERG_CACHE_DIR (default ~/.cache/pg2iceberg)/jars,
+#     linked as iceberg-spark-runtime.jar.
 set -euo pipefail
 
 VERSITYGW_VERSION=v1.8.0
@@ -13,6 +17,11 @@ PYARROW_VERSION=26.0.1
 DUCKDB_VERSION=1.4.4
 DUCKDB_EXT_VERSION=1.4.4.20260205
 PYTZ_VERSION=2026.6
+# pyspark and the Iceberg runtime built for its Spark (3.5) and Scala (2.12).
+PYSPARK_VERSION=3.5.9
+ICEBERG_SPARK_RUNTIME=org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.1
+MAVEN_DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
+CACHE_DIR=${PG2ICEBERG_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/pg2iceberg}
 
 say() { printf '==> %s\n' "$*"; }
 warn() { printf 'WARNING: %s\n' "$*" >&2; }
@@ -146,19 +155,56 @@ if py_has "${DUCKDB_PKGS[@]}"; then
 	say "duckdb $DUCKDB_VERSION and its iceberg extension already installed"
 else
 	say "installing duckdb $DUCKDB_VERSION and its iceberg/avro/httpfs extensions with pip (optional)"
-	pip_install "${DUCKDB_PKGS[@]}" || warn "duckdb or its iceberg extension did not install; tests that read with duckdb will be skipped"
+	pip_install "${DUCKDB_PKGS[@]}" ||
+		die "pip could not install duckdb and its extensions (see above); the interop suite reads with them"
 fi
+
+if py_has "pyspark==$PYSPARK_VERSION"; then
+	say "pyspark $PYSPARK_VERSION already installed"
+else
+	say "installing pyspark==$PYSPARK_VERSION with pip (about 320 MB)"
+	pip_install "pyspark==$PYSPARK_VERSION" || die "pip could not install pyspark (see above): check that PyPI is reachable"
+fi
+
+# ------------------------------------------------------------ java, spark jar
+apt_install() {
+	command -v apt-get >/dev/null 2>&1 || die "$1 is missing and there is no apt-get: install $2 with your package manager"
+	say "installing $2 with apt-get"
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+}
+java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1; }
+if ! command -v java >/dev/null 2>&1 || [ "$(java_major || true)" -lt 17 ] 2>/dev/null; then
+	apt_install "java 17+" openjdk-17-jre-headless
+fi
+command -v mvn >/dev/null 2>&1 || apt_install mvn maven
+
+IFS=: read -r RT_GROUP RT_ARTIFACT RT_VERSION <<<"$ICEBERG_SPARK_RUNTIME"
+JAR_DIR="$CACHE_DIR/jars"
+JAR="$JAR_DIR/$RT_ARTIFACT-$RT_VERSION.jar"
+if [ -s "$JAR" ]; then
+	say "$RT_ARTIFACT $RT_VERSION found at $JAR"
+else
+	say "fetching $ICEBERG_SPARK_RUNTIME from Maven Central into $JAR_DIR"
+	mkdir -p "$JAR_DIR"
+	mvn -q -B -Dstyle.color=never --strict-checksums "$MAVEN_DEPENDENCY_PLUGIN:copy" -Dartifact="$ICEBERG_SPARK_RUNTIME" -DoutputDirectory="$JAR_DIR" ||
+		die "maven could not fetch $ICEBERG_SPARK_RUNTIME (see above): check that Maven Central is reachable"
+	[ -s "$JAR" ] || die "maven finished but $JAR is missing"
+fi
+ln -sfn "$(basename "$JAR")" "$JAR_DIR/iceberg-spark-runtime.jar"
 
 # ---------------------------------------------------------------- summary
 say "available tools:"
 echo "  postgres:   $("$PG_BINDIR/postgres" --version) ($PG_BINDIR)"
 echo "  versitygw:  $VGW ($VERSITYGW_VERSION when built by this script)"
 echo "  go:         $(go version)"
+echo "  java:       $(java -version 2>&1 | head -1)"
+echo "  spark jar:  $JAR_DIR/iceberg-spark-runtime.jar -> $(basename "$JAR")"
 python3 - <<'EOF'
 import sys
 from importlib.metadata import version, PackageNotFoundError
 print(f"  python:     {sys.version.split()[0]} ({sys.executable})")
-for name in ("pyiceberg", "pyarrow", "sqlalchemy", "duckdb", "duckdb-ext-iceberg", "pytz"):
+for name in ("pyiceberg", "pyarrow", "sqlalchemy", "duckdb", "duckdb-ext-iceberg", "pytz", "pyspark"):
     try:
         v = version(name)
     except PackageNotFoundError:

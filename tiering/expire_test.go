@@ -31,7 +31,7 @@ func TestExpireSnapshots(t *testing.T) {
 	}
 	sc := icego.NewSchema(0, icego.NestedField{ID: 1, Name: "id", Type: icego.PrimitiveTypes.Int64, Required: true})
 	tbl, err := cat.CreateTable(ctx, table.Identifier{"ns", "t"}, sc, catalog.WithProperties(icego.Properties{
-		"format-version":                 "2",
+		"format-version":               "2",
 		tiering.PropMaxSnapshotAgeMs:   "1",
 		tiering.PropMinSnapshotsToKeep: "3",
 	}))

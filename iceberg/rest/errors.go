@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 )
@@ -21,12 +22,15 @@ func writeError(w http.ResponseWriter, code int, typ, msg string) {
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false) // messages say <token>, not \u003ctoken\u003e
+	if err := enc.Encode(v); err != nil {
 		code = http.StatusInternalServerError
-		body = []byte(`{"error":{"message":"cannot encode the response","type":"InternalServerError","code":500}}`)
+		body.Reset()
+		body.WriteString(`{"error":{"message":"cannot encode the response","type":"InternalServerError","code":500}}` + "\n")
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(body.Bytes())
 }

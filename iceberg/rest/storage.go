@@ -35,7 +35,7 @@ func StorageConfig(c iceberg.CatalogConfig) map[string]string {
 	}
 	if c.S3Region != "" {
 		out[icebergio.S3Region] = c.S3Region
-		out["client.region"] = c.S3Region // Iceberg Java
+		out[icebergio.S3ClientRegion] = c.S3Region // Iceberg Java
 	}
 	out["s3.path-style-access"] = strconv.FormatBool(c.S3PathStyle)              // Iceberg Java, pyiceberg (fsspec)
 	out[icebergio.S3ForceVirtualAddressing] = strconv.FormatBool(!c.S3PathStyle) // pyiceberg (pyarrow), iceberg-go

@@ -1,0 +1,399 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	icego "github.com/apache/iceberg-go"
+	icegorest "github.com/apache/iceberg-go/catalog/rest"
+	"github.com/apache/iceberg-go/table"
+)
+
+// The interop suite's readers (interop_test.go): the Python scripts in
+// readers/, iceberg-go through the REST catalog, and one Spark session.
+
+// int64Of parses a canonical integer text.
+func int64Of(t *testing.T, v any) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(fmt.Sprint(v), 10, 64)
+	if err != nil {
+		t.Errorf("integer %v: %v", v, err)
+	}
+	return n
+}
+
+func httpGet(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+var listenRE = regexp.MustCompile(`msg="catalog server listening" addr=(\S+)`)
+
+// listening waits for a pg2iceberg process to log its catalog address.
+func listening(t *testing.T, b *bridge) string {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if m := listenRE.FindStringSubmatch(b.log()); m != nil {
+			return m[1]
+		}
+		if !b.running() {
+			t.Fatalf("pg2iceberg exited (%v) before serving the catalog; log:\n%s", b.err, tail(b.log(), 30))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no catalog server within a minute; log:\n%s", tail(b.log(), 30))
+	return ""
+}
+
+// readerTokenEnv carries the catalog token to the Python readers, so it
+// is not in their arguments.
+const readerTokenEnv = "PG2ICEBERG_READER_TOKEN"
+
+// pythonReport runs a report script from readers/ with the environment
+// env plus the catalog token.
+func pythonReport(t *testing.T, env []string, token, script string, args ...string) (interopReport, bool) {
+	t.Helper()
+	cmd := exec.Command("python3", append([]string{"readers/" + script}, args...)...)
+	cmd.Env = append(slices.Clone(env), readerTokenEnv+"="+token)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var r interopReport
+	if err != nil {
+		t.Errorf("%s %s: %v\n%s", script, strings.Join(args, " "), err, tail(stderr.String(), 30))
+		return r, false
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Errorf("%s output %.300q: %v", script, out, err)
+		return r, false
+	}
+	return r, true
+}
+
+func icegoREST(t *testing.T, uri, token string) *icegorest.Catalog {
+	t.Helper()
+	cat, err := icegorest.NewCatalog(context.Background(), "pg", uri, icegorest.WithOAuthToken(token))
+	if err != nil {
+		t.Fatalf("iceberg-go REST catalog at %s: %v", uri, err)
+	}
+	return cat
+}
+
+// icegoReport reads the report with iceberg-go's scanner through the REST
+// catalog; the aggregates and the join are computed here from the scans,
+// as an iceberg-go user would.
+func icegoReport(t *testing.T, cat *icegorest.Catalog) interopReport {
+	t.Helper()
+	ctx := context.Background()
+	var r interopReport
+	nss, err := cat.ListNamespaces(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range nss {
+		for ident, err := range cat.ListTables(ctx, ns) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Tables = append(r.Tables, strings.Join(ident, "."))
+		}
+	}
+	sort.Strings(r.Tables)
+	load := func(name string) *table.Table {
+		tb, err := cat.LoadTable(ctx, strings.Split(name, "."))
+		if err != nil {
+			t.Fatalf("iceberg-go: load %s: %v", name, err)
+		}
+		return tb
+	}
+	orders, customers := load("shop.orders"), load("shop.customers")
+	r.Snapshots = map[string]int64{"shop.orders": orders.CurrentSnapshot().SnapshotID, "shop.customers": customers.CurrentSnapshot().SnapshotID}
+	r.Orders, r.Customers = icegoScan(t, orders), icegoScan(t, customers)
+	r.Count, r.Sum = fmt.Sprint(len(r.Orders)), sumColumn(r.Orders, "amount")
+	paid := icegoScan(t, orders, table.WithRowFilter(icego.EqualTo(icego.Reference("status"), "paid")))
+	r.Paid = row{"count": fmt.Sprint(len(paid)), "sum": sumColumn(paid, "amount")}
+	active := map[string]any{}
+	for _, c := range r.Customers {
+		active[fmt.Sprint(c["id"])] = c["active"]
+	}
+	groups := map[any][]row{}
+	for _, o := range r.Orders {
+		if a, ok := active[fmt.Sprint(o["customer_id"])]; ok {
+			groups[a] = append(groups[a], o)
+		}
+	}
+	for a, rows := range groups {
+		r.Join = append(r.Join, row{"active": a, "count": fmt.Sprint(len(rows)), "sum": sumColumn(rows, "amount")})
+	}
+	r.Changes = map[string]string{}
+	counts := map[string]int{}
+	for _, c := range icegoScan(t, load("shop.orders__changelog"), table.WithSelectedFields("op")) {
+		counts[fmt.Sprint(c["op"])]++
+	}
+	for op, n := range counts {
+		r.Changes[op] = fmt.Sprint(n)
+	}
+	return r
+}
+
+// sumColumn adds canonical decimal texts exactly; nil when all are NULL.
+func sumColumn(rows []row, col string) any {
+	total, scale, seen := new(big.Int), -1, false
+	for _, r := range rows {
+		v, ok := r[col].(string)
+		if !ok {
+			continue
+		}
+		seen = true
+		whole, frac, _ := strings.Cut(v, ".")
+		if scale < 0 {
+			scale = len(frac)
+		}
+		for len(frac) < scale {
+			frac += "0"
+		}
+		n, ok := new(big.Int).SetString(whole+frac, 10)
+		if !ok {
+			return "unparsable " + v
+		}
+		total.Add(total, n)
+	}
+	if !seen {
+		return nil
+	}
+	s := total.String()
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for len(s) <= scale {
+		s = "0" + s
+	}
+	if scale > 0 {
+		s = s[:len(s)-scale] + "." + s[len(s)-scale:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// sparkVersion is the pyspark that scripts/setup.sh installs, with the
+// iceberg-spark-runtime jar it links at <cache>/jars/iceberg-spark-runtime.jar.
+const sparkVersion = "3.5"
+
+// sparkJar finds the iceberg-spark-runtime jar scripts/setup.sh fetched.
+func sparkJar(t *testing.T) string {
+	t.Helper()
+	jar := os.Getenv("PG2ICEBERG_SPARK_JAR")
+	if jar == "" {
+		dir := os.Getenv("PG2ICEBERG_CACHE_DIR")
+		if dir == "" {
+			cache, err := os.UserCacheDir()
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir = filepath.Join(cache, "pg2iceberg")
+		}
+		jar = filepath.Join(dir, "jars", "iceberg-spark-runtime.jar")
+	}
+	if _, err := os.Stat(jar); err != nil {
+		t.Fatalf("no iceberg-spark-runtime jar (%v): run scripts/setup.sh, or set PG2ICEBERG_SPARK_JAR", err)
+	}
+	return jar
+}
+
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) log() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// sparkSession is a running readers/spark_session.py.
+type sparkSession struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string   // answers; closed by the stdout reader when the process ends
+	quit   chan struct{} // closed at cleanup: the stdout reader stops sending
+	stderr *lockedBuffer
+	start  time.Time
+	ready  bool
+	// upAfter is how long the session took to start.
+	upAfter time.Duration
+}
+
+func startSpark(t *testing.T, uri, token, jar string) *sparkSession {
+	t.Helper()
+	tmp := t.TempDir()
+	s := &sparkSession{lines: make(chan string, 16), quit: make(chan struct{}), stderr: &lockedBuffer{}, start: time.Now()}
+	s.cmd = exec.Command("python3", mustAbs(t, "readers/spark_session.py"), "--rest-uri", uri, "--jar", jar, "--token-env", readerTokenEnv, "--tmp", tmp)
+	s.cmd.Dir = tmp
+	s.cmd.Env = append(os.Environ(), readerTokenEnv+"="+token)
+	s.cmd.Stderr = s.stderr
+	stdout, err := s.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start spark: %v", err)
+	}
+	go func() {
+		defer close(s.lines)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "@@ "); ok {
+				select {
+				case s.lines <- line:
+				case <-s.quit:
+					return
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(s.quit)
+		_ = s.stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = s.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = s.cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("spark stderr:\n%s", tail(s.stderr.log(), 40))
+		}
+	})
+	return s
+}
+
+func (s *sparkSession) next(t *testing.T, within time.Duration) (string, bool) {
+	t.Helper()
+	select {
+	case line, ok := <-s.lines:
+		if !ok {
+			t.Errorf("spark session ended; stderr:\n%s", tail(s.stderr.log(), 40))
+		}
+		return line, ok
+	case <-time.After(within):
+		t.Errorf("spark session did not answer within %v; stderr:\n%s", within, tail(s.stderr.log(), 40))
+		return "", false
+	}
+}
+
+// wait waits for the session to be up.
+func (s *sparkSession) wait(t *testing.T) {
+	t.Helper()
+	if s.ready {
+		return
+	}
+	line, ok := s.next(t, 3*time.Minute)
+	var hello struct {
+		Ready bool   `json:"ready"`
+		Error string `json:"error"`
+	}
+	if !ok || json.Unmarshal([]byte(line), &hello) != nil || !hello.Ready {
+		t.Fatalf("spark did not start: %s %s", line, tail(s.stderr.log(), 40))
+	}
+	s.ready, s.upAfter = true, time.Since(s.start)
+}
+
+// do sends one request and decodes the result into out; false (with the
+// test marked failed) when Spark reports an error.
+func (s *sparkSession) do(t *testing.T, req any, out any) bool {
+	t.Helper()
+	s.wait(t)
+	b, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.stdin.Write(append(b, '\n')); err != nil {
+		t.Errorf("spark request: %v", err)
+		return false
+	}
+	line, ok := s.next(t, 5*time.Minute)
+	if !ok {
+		return false
+	}
+	var resp struct {
+		OK     bool            `json:"ok"`
+		Result json.RawMessage `json:"result"`
+		Error  string          `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(line), &resp); err != nil || !resp.OK {
+		t.Errorf("spark %s: %s %v", b, resp.Error, err)
+		return false
+	}
+	if err := json.Unmarshal(resp.Result, out); err != nil {
+		t.Errorf("spark result of %s: %v", b, err)
+		return false
+	}
+	return true
+}
+
+// sparkTables lists namespaces and tables through the catalog.
+func sparkTables(t *testing.T, s *sparkSession) []string {
+	t.Helper()
+	var nss []row
+	if !s.do(t, map[string]string{"op": "sql", "sql": "SHOW NAMESPACES IN pg"}, &nss) {
+		return nil
+	}
+	var out []string
+	for _, ns := range nss {
+		var tables []row
+		if !s.do(t, map[string]string{"op": "sql", "sql": fmt.Sprintf("SHOW TABLES IN pg.%s", ns["namespace"])}, &tables) {
+			return nil
+		}
+		for _, tb := range tables {
+			out = append(out, fmt.Sprintf("%s.%s", tb["namespace"], tb["tableName"]))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
