@@ -267,6 +267,24 @@ func runCmd(c *cli.Context) error {
 				}
 				return backfillTable(ctx, c, source, conn, full, sink, keepalive, log)
 			},
+			OnColumnsAdded: func(ctx context.Context, relID uint32, cols []string, keepalive func() error) error {
+				// ADD COLUMN ... DEFAULT gives existing rows a value that no
+				// change event carries: copy the table again to pick it up.
+				var withDefault int
+				if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_attribute WHERE attrelid = $1 AND attname = ANY($2)
+					AND NOT attisdropped AND (atthasmissing OR atthasdef)`, relID, cols).Scan(&withDefault); err != nil {
+					return fmt.Errorf("check defaults of added columns: %w", err)
+				}
+				if withDefault == 0 {
+					return nil
+				}
+				full, err := replication.LookupTable(ctx, conn, pub, relID)
+				if err != nil {
+					return err
+				}
+				log.Info("column added with a default: copying the table again so existing rows show its value", "table", full.QualifiedName(), "columns", cols)
+				return backfillTable(ctx, c, source, conn, full, sink, keepalive, log)
+			},
 		}, sink, log)
 		var retry interface{ Retryable() bool }
 		if err == nil || !errors.As(err, &retry) || !retry.Retryable() || sink.InTransaction() {

@@ -143,9 +143,10 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 	if m.watermark < lsn {
 		m.watermark = lsn
 	}
-	if st.changelog != nil && st.changelog.watermark < lsn {
-		// The stream starts after lsn; nothing at or below it is a change.
-		st.changelog.watermark = lsn
+	if c := st.changelog; c != nil && c.watermark < lsn && c.tbl.CurrentSnapshot() == nil {
+		// A new table: its stream starts after lsn. A table copied again
+		// (resync) keeps recording every change in its changelog.
+		c.watermark = lsn
 	}
 	return nil
 }

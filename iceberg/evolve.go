@@ -161,3 +161,15 @@ func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changel
 	}
 	return updates, nil
 }
+
+// TakeAdded returns (and forgets) the columns schema evolution added since
+// the last call, by table: the caller checks whether existing rows have
+// values for them (a default) that no change event carries.
+func (s *Sink) TakeAdded() map[uint32][]string {
+	if len(s.added) == 0 {
+		return nil
+	}
+	out := s.added
+	s.added = make(map[uint32][]string)
+	return out
+}

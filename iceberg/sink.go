@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/evolution"
 )
 
 // SourceID identifies the stream a table is written from.
@@ -82,6 +83,8 @@ type Sink struct {
 
 	stats Stats
 
+	added map[uint32][]string // columns added by evolution, see TakeAdded
+
 	copyMu  sync.Mutex               // guards copying
 	copying map[uint32][]*CopyWriter // writers of copies in progress, by table
 }
@@ -112,7 +115,7 @@ func (s *Sink) publishStatus() {
 
 // NewSink returns a Sink writing through cat.
 func NewSink(cat catalog.Catalog, cfg Config, log *slog.Logger) *Sink {
-	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter)}
+	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter), added: make(map[uint32][]string)}
 }
 
 // Identifiers returns the mirror and changelog identifiers of a source table.
@@ -222,6 +225,9 @@ func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 		}
 		for _, u := range updates {
 			s.log.Info("schema evolved", "table", t.name(), "change", u.String(), "schema_id", t.tbl.Schema().ID)
+			if u.Kind == evolution.Add && !changelog {
+				s.added[rel.ID] = append(s.added[rel.ID], u.Name)
+			}
 		}
 		return nil
 	}

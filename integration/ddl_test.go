@@ -149,6 +149,10 @@ func TestSchemaEvolution(t *testing.T) {
 			t.Errorf("re-added column note reuses an old field id %d", f.ID)
 		}
 	}
+	// Existing rows get the default's value, which no change event carries.
+	exec1(t, conn, `ALTER TABLE items ADD COLUMN flag text NOT NULL DEFAULT 'dflt'`)
+	exec1(t, conn, `UPDATE items SET flag = 'set' WHERE id = 2`)
+	check("add column with default", `id::text AS id, n::text AS n, v, price::text AS price, note, flag`, "id,n,v,price,note,flag")
 	cl := names(pyicebergSchema(t, tg, "public.items__changelog"))
 	if cl != "op,lsn,xid,commit_ts,seq,before,after" {
 		t.Errorf("changelog columns %s", cl)
@@ -164,7 +168,7 @@ func TestSchemaEvolution(t *testing.T) {
 		t.Fatalf("incompatible change: want a clear error; log:\n%s", tail(b.log(), 10))
 	}
 	t.Logf("incompatible change stopped the bridge: %s", lastLine(b.log(), "changed type"))
-	if got := names(pyicebergSchema(t, tg, "public.items")); got != "id,n,v,price,note" {
+	if got := names(pyicebergSchema(t, tg, "public.items")); got != "id,n,v,price,note,flag" {
 		t.Errorf("after the refused change the mirror columns are %s", got)
 	}
 }

@@ -23,6 +23,8 @@ type Sink interface {
 	Relation(ctx context.Context, rel *decode.Relation) error
 	// DDL applies a captured DDL event (a logical message, see SetupSQL).
 	DDL(ctx context.Context, content []byte) error
+	// TakeAdded returns the columns schema evolution just added, by table.
+	TakeAdded() map[uint32][]string
 	Begin(xid uint32, commitLSN decode.LSN, commitTS time.Time)
 	Change(c *decode.Change) error
 	Truncate(rels []*decode.Relation) error
@@ -54,6 +56,11 @@ type StreamConfig struct {
 	// It must copy the table into the sink (see SyncTable), calling
 	// keepalive now and then. Without it a new table is an error.
 	OnNewTable func(ctx context.Context, rel *decode.Relation, keepalive func() error) error
+	// OnColumnsAdded is called when schema evolution added columns to a
+	// table: existing rows may hold values for them (ADD COLUMN ... DEFAULT)
+	// that no change event carries, and the callback may copy the table
+	// again (see SyncTable).
+	OnColumnsAdded func(ctx context.Context, relID uint32, cols []string, keepalive func() error) error
 }
 
 // stream is the state of one replication session.
@@ -233,7 +240,10 @@ func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 				return err
 			}
 		}
-		return s.sink.Relation(ctx, m.Rel)
+		if err := s.sink.Relation(ctx, m.Rel); err != nil {
+			return err
+		}
+		return s.columnsAdded(ctx)
 	case *decode.Change:
 		return s.sink.Change(m)
 	case *decode.TruncateMessage:
@@ -247,11 +257,27 @@ func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 		return s.replay(ctx, m)
 	case *decode.LogicalMessage:
 		if m.Transactional && m.Prefix == DDLPrefix && s.inTx {
-			return s.sink.DDL(ctx, m.Content)
+			if err := s.sink.DDL(ctx, m.Content); err != nil {
+				return err
+			}
+			return s.columnsAdded(ctx)
 		}
 	case *decode.TypeMessage, *decode.Origin:
 	default:
 		return fmt.Errorf("unhandled message %T", msg)
+	}
+	return nil
+}
+
+// columnsAdded hands columns evolution added to OnColumnsAdded.
+func (s *stream) columnsAdded(ctx context.Context) error {
+	for relID, cols := range s.sink.TakeAdded() {
+		if s.cfg.OnColumnsAdded == nil {
+			continue
+		}
+		if err := s.cfg.OnColumnsAdded(ctx, relID, cols, func() error { return s.sendStatus(ctx) }); err != nil {
+			return err
+		}
 	}
 	return nil
 }
