@@ -6,21 +6,15 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
 
 // A table added to the publication while the bridge streams, under a
 // concurrent write load on it, is copied and then ends equal to Postgres.
 func TestTableAddedWhileStreaming(t *testing.T) {
 	ctx := context.Background()
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
-	if err := pg.Exec(ctx, shopSchema+`
+	pg, conn := startSource(t, shopSchema+`
 		CREATE TABLE shop.later (id int PRIMARY KEY, v text, n int);
-		INSERT INTO shop.later SELECT g, 'v' || g, 0 FROM generate_series(1, 20000) g;`); err != nil {
-		t.Fatal(err)
-	}
-	conn := pgConn(t, pg)
+		INSERT INTO shop.later SELECT g, 'v' || g, 0 FROM generate_series(1, 20000) g;`)
 	tg := localTarget(t)
 	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)...)
 	waitSlot(t, conn, "pg2iceberg_shop_pub", b)

@@ -18,7 +18,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
-	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
 
 // A 5,000,000-row table is backfilled by parallel workers while a write
@@ -28,17 +27,13 @@ import (
 func TestBackfillUnderLoadWithKill(t *testing.T) {
 	const rows = 5_000_000
 	ctx := context.Background()
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
-	if err := pg.Exec(ctx, fmt.Sprintf(`
+	pg, conn := startSource(t, fmt.Sprintf(`
 		CREATE TABLE big (id bigint PRIMARY KEY, n int NOT NULL, v text NOT NULL);
 		INSERT INTO big SELECT g, 0, 'row ' || g FROM generate_series(1, %d) g;
 		CREATE TABLE small (id int PRIMARY KEY, v text);
 		INSERT INTO small SELECT g, 's' || g FROM generate_series(1, 1000) g;
 		ANALYZE big;
-		CREATE PUBLICATION bf_pub FOR TABLE big, small;`, rows)); err != nil {
-		t.Fatal(err)
-	}
-	conn := pgConn(t, pg)
+		CREATE PUBLICATION bf_pub FOR TABLE big, small;`, rows))
 	tg := localTarget(t)
 	addr := freeAddr(t)
 	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "bf_pub", "--flush-interval", "1s", "--backfill-workers", "2", "--metrics-addr", addr}, tg.args()...)

@@ -1,22 +1,14 @@
 package integration
 
 import (
-	"context"
 	"strings"
 	"testing"
-
-	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
 
 // pg2iceberg backfill --table re-copies one table while the bridge is
 // stopped; the next run continues streaming on top of it, exactly once.
 func TestBackfillCommand(t *testing.T) {
-	ctx := context.Background()
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
-	if err := pg.Exec(ctx, shopSchema); err != nil {
-		t.Fatal(err)
-	}
-	conn := pgConn(t, pg)
+	pg, conn := startSource(t, shopSchema)
 	tg := localTarget(t)
 	common := append([]string{"--source", pg.SuperURL("postgres"), "--publication", "shop_pub"}, tg.args()...)
 	run := append([]string{"run", "--flush-interval", "1s"}, common...)

@@ -166,6 +166,16 @@ func (b *bridge) running() bool {
 	}
 }
 
+// startSource starts a throwaway Postgres, runs sql in it and connects.
+func startSource(t *testing.T, sql string) (*harness.Postgres, *pgx.Conn) {
+	t.Helper()
+	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
+	if err := pg.Exec(context.Background(), sql); err != nil {
+		t.Fatal(err)
+	}
+	return pg, pgConn(t, pg)
+}
+
 func pgConn(t *testing.T, pg *harness.Postgres) *pgx.Conn {
 	t.Helper()
 	conn, err := pgx.Connect(context.Background(), pg.SuperURL("postgres"))

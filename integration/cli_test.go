@@ -81,12 +81,7 @@ func TestPreflightErrors(t *testing.T) {
 // The bridge survives its replication connection being terminated, the
 // status command reports slot lag and watermarks, and /metrics answers.
 func TestReconnectStatusMetrics(t *testing.T) {
-	ctx := context.Background()
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
-	if err := pg.Exec(ctx, shopSchema); err != nil {
-		t.Fatal(err)
-	}
-	conn := pgConn(t, pg)
+	pg, conn := startSource(t, shopSchema)
 	tg := localTarget(t)
 	addr := freeAddr(t)
 	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s", "--metrics-addr", addr}, tg.args()...)

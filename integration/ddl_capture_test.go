@@ -9,7 +9,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
-	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
 
 // With the DDL capture installed (pg2iceberg setup): a rename keeps the
@@ -38,13 +37,9 @@ func icegoColumns(t *testing.T, tg target, name string) string {
 
 func TestDDLCapture(t *testing.T) {
 	ctx := context.Background()
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
-	if err := pg.Exec(ctx, `CREATE TABLE people (id int PRIMARY KEY, name text, age int);
+	pg, conn := startSource(t, `CREATE TABLE people (id int PRIMARY KEY, name text, age int);
 		INSERT INTO people SELECT g, 'p' || g, g FROM generate_series(1, 100) g;
-		CREATE PUBLICATION ppl_pub FOR TABLE people;`); err != nil {
-		t.Fatal(err)
-	}
-	conn := pgConn(t, pg)
+		CREATE PUBLICATION ppl_pub FOR TABLE people;`)
 	out, err := runOnce(t, "setup", "--print")
 	if err != nil || !strings.Contains(out, "CREATE EVENT TRIGGER pg2iceberg_ddl") {
 		t.Fatalf("setup --print: %v\n%s", err, out)

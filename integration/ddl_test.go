@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
 
 type field struct {
@@ -53,13 +51,9 @@ func names(fs []field) string {
 // incompatible change stops the bridge before anything wrong is written.
 func TestSchemaEvolution(t *testing.T) {
 	ctx := context.Background()
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
-	if err := pg.Exec(ctx, `CREATE TABLE items (id int PRIMARY KEY, n int, v text, price numeric(8,2));
+	pg, conn := startSource(t, `CREATE TABLE items (id int PRIMARY KEY, n int, v text, price numeric(8,2));
 		INSERT INTO items SELECT g, g, 'v' || g, g * 1.5 FROM generate_series(1, 300) g;
-		CREATE PUBLICATION ddl_pub FOR TABLE items;`); err != nil {
-		t.Fatal(err)
-	}
-	conn := pgConn(t, pg)
+		CREATE PUBLICATION ddl_pub FOR TABLE items;`)
 	tg := localTarget(t)
 	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "ddl_pub", "--flush-interval", "1s"}, tg.args()...)...)
 	waitSlot(t, conn, "pg2iceberg_ddl_pub", b)

@@ -217,11 +217,7 @@ func TestInterop(t *testing.T) {
 	began := time.Now()
 	ctx := context.Background()
 	jar := sparkJar(t)
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
-	if err := pg.Exec(ctx, shopSchema); err != nil {
-		t.Fatal(err)
-	}
-	conn := pgConn(t, pg)
+	pg, conn := startSource(t, shopSchema)
 	tg := localTarget(t)
 	const slot = "pg2iceberg_shop_pub"
 	runArgs := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)
@@ -342,11 +338,7 @@ func TestInterop(t *testing.T) {
 func TestInteropS3(t *testing.T) {
 	began := time.Now()
 	ctx := context.Background()
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
-	if err := pg.Exec(ctx, shopSchema); err != nil {
-		t.Fatal(err)
-	}
-	conn := pgConn(t, pg)
+	pg, conn := startSource(t, shopSchema)
 	tg := s3Target(t)
 	const slot = "pg2iceberg_shop_pub"
 	b := startBridge(t, tg.env(), append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)...)

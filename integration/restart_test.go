@@ -1,24 +1,16 @@
 package integration
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
 
 // Restarts in the awkward places: an initial copy killed between two
 // tables copies the rest, each in a snapshot of its own; a clean restart loads the persisted key index; a lost
 // slot is recreated and the new copy replaces the mirror's old rows.
 func TestRestarts(t *testing.T) {
-	ctx := context.Background()
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
-	if err := pg.Exec(ctx, shopSchema); err != nil {
-		t.Fatal(err)
-	}
-	conn := pgConn(t, pg)
+	pg, conn := startSource(t, shopSchema)
 	tg := localTarget(t)
 	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)
 	const slot = "pg2iceberg_shop_pub"

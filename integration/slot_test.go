@@ -1,25 +1,17 @@
 package integration
 
 import (
-	"context"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
 
 // An idle publication must not hold WAL back: with writes only to an
 // unpublished table, the slot's confirmed_flush_lsn keeps advancing.
 func TestIdlePublicationAdvancesSlot(t *testing.T) {
-	ctx := context.Background()
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
-	if err := pg.Exec(ctx, shopSchema); err != nil {
-		t.Fatal(err)
-	}
-	conn := pgConn(t, pg)
+	pg, conn := startSource(t, shopSchema)
 	tg := localTarget(t)
 	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)...)
 	waitSlot(t, conn, "pg2iceberg_shop_pub", b)
@@ -43,13 +35,8 @@ func TestIdlePublicationAdvancesSlot(t *testing.T) {
 // server, spooled to disk) and the bridge's peak RSS stays under 512 MiB.
 func TestLargeTransaction(t *testing.T) {
 	const rows = 1_000_000
-	ctx := context.Background()
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
-	if err := pg.Exec(ctx, `CREATE TABLE big (id int PRIMARY KEY, v text, n bigint, at timestamptz);
-		CREATE PUBLICATION big_pub FOR TABLE big;`); err != nil {
-		t.Fatal(err)
-	}
-	conn := pgConn(t, pg)
+	pg, conn := startSource(t, `CREATE TABLE big (id int PRIMARY KEY, v text, n bigint, at timestamptz);
+		CREATE PUBLICATION big_pub FOR TABLE big;`)
 	tg := localTarget(t)
 	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "big_pub", "--flush-interval", "1s"}, tg.args()...)...)
 	waitSlot(t, conn, "pg2iceberg_big_pub", b)

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
 
 const shopSchema = `
@@ -145,12 +143,7 @@ func (w *workload) steps() []func() {
 // set (PG2ICEBERG_TEST_CRASH value) the first bridge kills itself there and
 // a second one, started afterwards, must converge.
 func runMixed(t *testing.T, tg target, crash string) {
-	ctx := context.Background()
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
-	if err := pg.Exec(ctx, shopSchema); err != nil {
-		t.Fatal(err)
-	}
-	conn := pgConn(t, pg)
+	pg, conn := startSource(t, shopSchema)
 	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)
 	env := tg.env()
 	if crash != "" {
