@@ -11,7 +11,8 @@ import (
 // PG2ICEBERG_TEST_CRASH=<point>:<n> the process kills itself with SIGKILL
 // the n-th time it reaches <point>. Points: "before-commit" (a table's
 // Parquet files are written, its commit is not) and "after-commit" (a flush
-// is committed, the slot is not yet acknowledged) and "copy-done" (a
+// is committed, the slot is not yet acknowledged), "mid-batch" (a change is
+// being applied, the batch is not flushed) and "copy-done" (a
 // table's initial copy is committed and marked complete).
 var crash = parseCrash(os.Getenv("PG2ICEBERG_TEST_CRASH"))
 

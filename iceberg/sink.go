@@ -269,6 +269,7 @@ func (s *Sink) Change(c *decode.Change) error {
 	if !s.txOpen {
 		return errors.New("change outside a transaction")
 	}
+	crashPoint("mid-batch")
 	st, ok := s.tables[c.Rel.ID]
 	if !ok {
 		return fmt.Errorf("change for unknown table %s", c.Rel.QualifiedName())

@@ -279,6 +279,8 @@ func TestMixedWorkloadLocal(t *testing.T) { runMixed(t, localTarget(t), "") }
 
 func TestMixedWorkloadS3(t *testing.T) { runMixed(t, s3Target(t), "") }
 
+func TestCrashMidBatch(t *testing.T) { runMixed(t, localTarget(t), "mid-batch:400") }
+
 func TestCrashBeforeCommit(t *testing.T) { runMixed(t, localTarget(t), "before-commit:3") }
 
 func TestCrashAfterCommitBeforeAck(t *testing.T) { runMixed(t, localTarget(t), "after-commit:4") }
