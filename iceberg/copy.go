@@ -17,13 +17,25 @@ const PropCopyLSN = "pg2iceberg.copy-lsn"
 // BeginCopy deletes whatever the mirror holds (a copy from an earlier slot)
 // in the same commit as the new copy, so rows deleted at the source since
 // do not survive.
-func (s *Sink) BeginCopy(relID uint32) {
-	st, ok := s.tables[relID]
-	if !ok || st.mirror == nil || st.mirror.index.len() == 0 {
-		return
+//
+// rel is the table as the copy reads it: the mirror's writers are bound to
+// its columns, so copied values land in their columns even when the table
+// changed since the last relation message.
+func (s *Sink) BeginCopy(rel *decode.Relation) error {
+	st, ok := s.tables[rel.ID]
+	if !ok || st.mirror == nil {
+		return nil
+	}
+	st.mirror.rel = rel
+	if err := st.mirror.bind(); err != nil {
+		return err
+	}
+	if st.mirror.index.len() == 0 {
+		return nil
 	}
 	s.log.Warn("mirror already holds rows: the new copy replaces them", "table", st.mirror.name(), "rows", st.mirror.index.len())
 	st.mirror.truncate()
+	return nil
 }
 
 // CopyLSN returns the LSN a mirror's initial copy was taken at.
@@ -128,6 +140,7 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 	if err := m.flush(ctx, s); err != nil {
 		return err
 	}
+	_, recopy := m.tbl.Properties()[PropCopyLSN]
 	txn := m.tbl.NewTransaction()
 	if err := txn.SetProperties(map[string]string{PropCopyLSN: strconv.FormatUint(uint64(lsn), 10)}); err != nil {
 		return fmt.Errorf("mark copy of %s complete: %w", m.name(), err)
@@ -143,7 +156,7 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 	if m.watermark < lsn {
 		m.watermark = lsn
 	}
-	if c := st.changelog; c != nil && c.watermark < lsn && c.tbl.CurrentSnapshot() == nil {
+	if c := st.changelog; c != nil && c.watermark < lsn && !recopy {
 		// A new table: its stream starts after lsn. A table copied again
 		// (resync) keeps recording every change in its changelog.
 		c.watermark = lsn

@@ -89,6 +89,10 @@ func (s *Sink) DDL(ctx context.Context, content []byte) error {
 	for _, c := range ev.Columns {
 		next[c.AttNum] = c.Name
 	}
+	published := map[string]bool{}
+	for _, c := range st.rel.Columns {
+		published[c.Name] = true
+	}
 	renames := map[string]string{} // old name → new name
 	for _, t := range []*icebergTable{mirrorTable(st.mirror), changelogTable(st.changelog)} {
 		if t == nil || s.skip(t) || s.tx.commitLSN < schemaLSN(t.tbl) {
@@ -96,7 +100,7 @@ func (s *Sink) DDL(ctx context.Context, content []byte) error {
 		}
 		old := attNumsOf(t.tbl)
 		for n, name := range next {
-			if was, ok := old[n]; ok && was != name {
+			if was, ok := old[n]; ok && was != name && published[was] {
 				renames[was] = name
 			}
 		}
@@ -109,9 +113,14 @@ func (s *Sink) DDL(ctx context.Context, content []byte) error {
 			st.rel.Columns[i].Name = to
 		}
 	}
+	// Drops and retypes apply now. New columns wait for the relation message
+	// of the first row change: only it says whether pgoutput publishes them
+	// (generated columns and publication column lists leave some out).
 	rel := &decode.Relation{ID: ev.RelID, Schema: ev.Schema, Name: ev.Table, ReplicaIdentity: st.rel.ReplicaIdentity}
 	for _, c := range ev.Columns {
-		rel.Columns = append(rel.Columns, decode.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, NotNull: c.NotNull})
+		if st.rel.ColumnIndex(c.Name) >= 0 {
+			rel.Columns = append(rel.Columns, decode.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, NotNull: c.NotNull})
+		}
 	}
 	return s.Relation(ctx, rel)
 }

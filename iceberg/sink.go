@@ -169,13 +169,11 @@ func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 			return err
 		}
 	}
-	// The copy's LSN is a floor for both watermarks: stream changes below it
-	// are in the copy (an empty copy commits no snapshot to carry it).
+	// The copy's LSN is a floor for the mirror's watermark: stream changes
+	// below it are in the copy (an empty copy commits no snapshot to carry
+	// it). Not for the changelog, which records every change it is sent.
 	if lsn, ok := s.copyLSN(st); ok {
 		st.mirror.watermark = max(st.mirror.watermark, lsn)
-		if st.changelog != nil {
-			st.changelog.watermark = max(st.changelog.watermark, lsn)
-		}
 	}
 	s.tables[rel.ID] = st
 	s.publishStatus()

@@ -27,7 +27,7 @@ type RowWriter interface {
 type CopySink interface {
 	// BeginCopy starts a table's copy: rows already in its mirror (from an
 	// earlier slot) are deleted by the copy's commit.
-	BeginCopy(relID uint32)
+	BeginCopy(rel *decode.Relation) error
 	NewCopyWriter(relID uint32) (RowWriter, error)
 	FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) error
 }
@@ -95,7 +95,9 @@ func CopyTables(ctx context.Context, conn *pgx.Conn, slot NewSlot, rels []*decod
 		return cfg.Keepalive()
 	}
 	for _, rel := range rels {
-		sink.BeginCopy(rel.ID)
+		if err := sink.BeginCopy(rel); err != nil {
+			return err
+		}
 		if err := copyTable(ctx, txs, rel, sink, cfg, keepalive, log); err != nil {
 			return err
 		}
