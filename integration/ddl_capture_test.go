@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +16,8 @@ import (
 // field ID and the values; a schema change with no following row change is
 // in the Iceberg schema within two flush intervals of its commit; renaming
 // back and forth works; uninstall removes it.
-// icegoColumns reads a table's current column names with iceberg-go.
-func icegoColumns(t *testing.T, tg target, name string) string {
+// loadTable loads a table with iceberg-go from tg's catalog.
+func loadTable(t *testing.T, tg target, name string) *table.Table {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := iceberg.OpenCatalog(ctx, iceberg.CatalogConfig{Warehouse: tg.warehouse, Catalog: tg.catalog})
@@ -28,8 +29,14 @@ func icegoColumns(t *testing.T, tg target, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tbl
+}
+
+// icegoColumns reads a table's current column names with iceberg-go.
+func icegoColumns(t *testing.T, tg target, name string) string {
+	t.Helper()
 	var n []string
-	for _, f := range tbl.Schema().Fields() {
+	for _, f := range loadTable(t, tg, name).Schema().Fields() {
 		n = append(n, f.Name)
 	}
 	return strings.Join(n, ",")
@@ -55,6 +62,7 @@ func TestDDLCapture(t *testing.T) {
 	for _, f := range pyicebergSchema(t, tg, "public.people") {
 		before[f.Name] = f.ID
 	}
+	preRename := loadTable(t, tg, "public.people").CurrentSnapshot().SnapshotID
 
 	// A rename with no row change: visible within 2 x flush interval.
 	exec1(t, conn, `ALTER TABLE people RENAME COLUMN name TO full_name`)
@@ -97,6 +105,17 @@ func TestDDLCapture(t *testing.T) {
 	if cl := pyicebergRows(t, tg, "public.people__changelog"); len(cl) != 15 {
 		t.Errorf("changelog has %d rows, want 15", len(cl))
 	}
+	// Time travel to before the rename reads the old schema and values.
+	old := icegoScan(t, loadTable(t, tg, "public.people"), table.WithSnapshotID(preRename))
+	if len(old) != 100 {
+		t.Fatalf("time travel to snapshot %d: %d rows, want 100", preRename, len(old))
+	}
+	for _, r := range old {
+		if r["name"] != "p"+fmt.Sprint(r["id"]) || r["full_name"] != nil {
+			t.Fatalf("time travel to before the rename: row %v, want name = p<id> and no full_name", r)
+		}
+	}
+	t.Logf("time travel to snapshot %d reads the old column name and values", preRename)
 	if out, err := runOnce(t, "setup", "--uninstall", "--source", pg.SuperURL("postgres")); err != nil {
 		t.Fatalf("setup --uninstall: %v\n%s", err, out)
 	}
