@@ -26,6 +26,7 @@ import (
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
+	"github.com/pg2iceberg/pg2iceberg/mapping"
 	"github.com/pg2iceberg/pg2iceberg/replication"
 )
 
@@ -46,9 +47,28 @@ var (
 		Usage: "catalog: empty for the embedded SQLite catalog (<warehouse>/catalog.db), a SQLite file path, postgres://... for a SQL catalog in Postgres, or http(s)://... for a REST catalog"}
 	flagS3Endpoint = &cli.StringFlag{Name: "s3-endpoint", EnvVars: env("s3-endpoint"),
 		Usage: "S3-compatible endpoint, e.g. http://127.0.0.1:7070 (credentials come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the AWS profile)"}
+	flagConfig = &cli.StringFlag{Name: "config", EnvVars: env("config"),
+		Usage: "a YAML file of type mapping rules, e.g. rules: [{type: numeric, to: \"decimal(38,9)\"}, {column: public.users.ssn, to: exclude}] (see docs/type-mapping.md)"}
 	flagS3Region   = &cli.StringFlag{Name: "s3-region", EnvVars: env("s3-region"), Value: "us-east-1", Usage: "S3 region"}
 	flagS3PathStye = &cli.BoolFlag{Name: "s3-path-style", EnvVars: env("s3-path-style"), Usage: "use path-style S3 URLs (MinIO, versitygw)"}
 )
+
+// loadOverrides reads the --config file's type mapping rules (nil without).
+func loadOverrides(c *cli.Context) (*mapping.Overrides, error) {
+	path := c.String(flagConfig.Name)
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read --config: %w", err)
+	}
+	o, err := mapping.ParseOverrides(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return o, nil
+}
 
 func catalogConfig(c *cli.Context) iceberg.CatalogConfig {
 	return iceberg.CatalogConfig{
@@ -88,7 +108,7 @@ func main() {
 			{
 				Name:  "run",
 				Usage: "copy the published tables, then stream every change into Iceberg",
-				Flags: []cli.Flag{flagSource, flagPublication, flagSlot, flagWarehouse, flagCatalog, flagS3Endpoint, flagS3Region, flagS3PathStye,
+				Flags: []cli.Flag{flagSource, flagPublication, flagSlot, flagWarehouse, flagCatalog, flagConfig, flagS3Endpoint, flagS3Region, flagS3PathStye,
 					flagServeCatalog, flagCatalogToken, flagCatalogTokenFile, flagVendS3Credentials,
 					&cli.DurationFlag{Name: "flush-interval", EnvVars: env("flush-interval"), Value: iceberg.DefaultFlushInterval, Usage: "commit at least this often while changes are pending, e.g. 5s"},
 					&cli.IntFlag{Name: "flush-rows", EnvVars: env("flush-rows"), Value: iceberg.DefaultFlushRows, Usage: "commit once this many changes are pending"},
@@ -114,7 +134,7 @@ func main() {
 			{
 				Name:  "backfill",
 				Usage: "copy one table again, replacing its mirror's rows in one snapshot (stop the bridge first)",
-				Flags: []cli.Flag{flagSource, flagPublication, flagSlot, flagWarehouse, flagCatalog, flagS3Endpoint, flagS3Region, flagS3PathStye,
+				Flags: []cli.Flag{flagSource, flagPublication, flagSlot, flagWarehouse, flagCatalog, flagConfig, flagS3Endpoint, flagS3Region, flagS3PathStye,
 					&cli.StringFlag{Name: "table", Required: true, Usage: "the published table to copy, as schema.table"},
 					&cli.IntFlag{Name: "backfill-workers", EnvVars: env("backfill-workers"), Value: runtime.NumCPU(), Usage: "connections copying in parallel"},
 					&cli.StringFlag{Name: "backfill", Hidden: true, Value: "copy"},
@@ -124,7 +144,7 @@ func main() {
 			{
 				Name:   "status",
 				Usage:  "print slot lag and each table's watermark",
-				Flags:  []cli.Flag{flagSource, flagPublication, flagSlot, flagWarehouse, flagCatalog, flagS3Endpoint, flagS3Region, flagS3PathStye},
+				Flags:  []cli.Flag{flagSource, flagPublication, flagSlot, flagWarehouse, flagCatalog, flagConfig, flagS3Endpoint, flagS3Region, flagS3PathStye},
 				Action: statusCmd,
 			},
 		},
@@ -153,6 +173,10 @@ func parseBytes(s string) (int64, error) {
 }
 
 func runCmd(c *cli.Context) error {
+	overrides, err := loadOverrides(c)
+	if err != nil {
+		return err
+	}
 	log := newLogger(c)
 	limit, err := parseBytes(c.String("memory-limit"))
 	if err != nil {
@@ -172,7 +196,7 @@ func runCmd(c *cli.Context) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	rels, err := replication.Preflight(ctx, conn, pub)
+	rels, err := replication.Preflight(ctx, conn, pub, overrides)
 	if err != nil {
 		return fmt.Errorf("preflight failed:\n%w", err)
 	}
@@ -258,7 +282,7 @@ func runCmd(c *cli.Context) error {
 		err = replication.Stream(ctx, repl, replication.StreamConfig{
 			Slot: slot, Publication: pub, Start: start, SpoolDir: c.String("spool-dir"), Progress: progress,
 			OnNewTable: func(ctx context.Context, rel *decode.Relation, keepalive func() error) error {
-				full, err := replication.LookupTable(ctx, conn, pub, rel.ID)
+				full, err := replication.LookupTable(ctx, conn, pub, rel.ID, overrides)
 				if err != nil {
 					return err
 				}
@@ -278,7 +302,7 @@ func runCmd(c *cli.Context) error {
 				if withDefault == 0 {
 					return nil
 				}
-				full, err := replication.LookupTable(ctx, conn, pub, relID)
+				full, err := replication.LookupTable(ctx, conn, pub, relID, overrides)
 				if err != nil {
 					return err
 				}
@@ -419,6 +443,10 @@ func setupCmd(c *cli.Context) error {
 }
 
 func backfillCmd(c *cli.Context) error {
+	overrides, err := loadOverrides(c)
+	if err != nil {
+		return err
+	}
 	log := newLogger(c)
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -435,7 +463,7 @@ func backfillCmd(c *cli.Context) error {
 	if info.Active {
 		return fmt.Errorf("slot %s is in use: stop the running bridge before a backfill (both would write the mirror)", slot)
 	}
-	rels, err := replication.Preflight(ctx, conn, pub)
+	rels, err := replication.Preflight(ctx, conn, pub, overrides)
 	if err != nil {
 		return fmt.Errorf("preflight failed:\n%w", err)
 	}
@@ -472,6 +500,10 @@ func backfillCmd(c *cli.Context) error {
 }
 
 func statusCmd(c *cli.Context) error {
+	overrides, err := loadOverrides(c)
+	if err != nil {
+		return err
+	}
 	ctx := c.Context
 	source, pub, slot := c.String(flagSource.Name), c.String(flagPublication.Name), slotName(c)
 	conn, err := replication.Connect(ctx, source)
@@ -489,7 +521,7 @@ func statusCmd(c *cli.Context) error {
 		fmt.Printf("slot %s: confirmed_flush_lsn %s, current WAL %s, lag %d bytes, active %t\n",
 			slot, info.ConfirmedFlush, info.CurrentWAL, info.LagBytes(), info.Active)
 	}
-	rels, err := replication.Preflight(ctx, conn, pub)
+	rels, err := replication.Preflight(ctx, conn, pub, overrides)
 	if err != nil {
 		return fmt.Errorf("preflight failed:\n%w", err)
 	}

@@ -47,7 +47,17 @@ type Column struct {
 	// declared dimensions, base type of a domain, attributes of a composite
 	// type, owning extension) as mapping needs it.
 	Type *mapping.Type
+	// Override is the configuration's rule for the column, if any.
+	Override *mapping.Override
 }
+
+// Mapping describes the column to package mapping.
+func (c Column) Mapping() mapping.Column {
+	return mapping.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, TypeName: c.TypeName, Type: c.Type, Override: c.Override}
+}
+
+// Excluded reports whether a rule leaves the column out of Iceberg.
+func (c Column) Excluded() bool { return c.Override.Excluded() }
 
 // Relation is the cached description of a published table.
 type Relation struct {

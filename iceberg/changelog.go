@@ -10,7 +10,6 @@ import (
 	icego "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/pg2iceberg/pg2iceberg/decode"
-	"github.com/pg2iceberg/pg2iceberg/mapping"
 )
 
 // changelog appends one row per change to a changelog table, partitioned
@@ -124,7 +123,7 @@ func (c *changelog) appendImage(sb *array.StructBuilder, t decode.Tuple) error {
 		case decode.Unchanged:
 			return &UnchangedToastError{Table: c.name(), Column: c.rel.Columns[i].Name}
 		}
-		if err := mapping.Append(sb.FieldBuilder(c.childOf[i]), text); err != nil {
+		if err := appendCell(sb.FieldBuilder(c.childOf[i]), c.rel.Columns[i], text); err != nil {
 			return fmt.Errorf("%s: column %s: %w", c.name(), c.rel.Columns[i].Name, err)
 		}
 	}

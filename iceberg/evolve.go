@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	icego "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
@@ -20,17 +21,33 @@ import (
 // onto the newer schema by column name instead of evolving it back.
 const PropSchemaLSN = "pg2iceberg.schema-lsn"
 
-// relColumns maps a relation's columns to Iceberg types.
+// relColumns maps a relation's columns to Iceberg types, index for index;
+// a column a rule excludes has a nil Type.
 func relColumns(rel *decode.Relation) ([]evolution.Column, error) {
 	out := make([]evolution.Column, len(rel.Columns))
 	for i, c := range rel.Columns {
-		t, err := mapping.For(rel.QualifiedName(), mapping.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, TypeName: c.TypeName, Type: c.Type})
+		out[i] = evolution.Column{Name: c.Name, Key: c.Key}
+		if c.Excluded() {
+			continue
+		}
+		t, err := mapping.For(rel.QualifiedName(), c.Mapping())
 		if err != nil {
 			return nil, err
 		}
-		out[i] = evolution.Column{Name: c.Name, Type: t, Key: c.Key}
+		out[i].Type = t
 	}
 	return out, nil
+}
+
+// included drops the columns a rule excludes.
+func included(cols []evolution.Column) []evolution.Column {
+	var out []evolution.Column
+	for _, c := range cols {
+		if c.Type != nil {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func fieldColumns(fields []icego.NestedField, sc *icego.Schema) []evolution.Column {
@@ -64,6 +81,10 @@ func bindFields(table string, rel *decode.Relation, fields []arrow.Field, iceFie
 	idx = make([]int, len(cols))
 	for i, c := range cols {
 		j, ok := byName[c.Name]
+		if c.Type == nil { // excluded by a rule
+			idx[i] = -1
+			continue
+		}
 		if !ok {
 			if c.Key {
 				return nil, nil, fmt.Errorf("%s: key column %s is not in the Iceberg table", table, c.Name)
@@ -123,7 +144,7 @@ func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changel
 	} else {
 		current = fieldColumns(fields, sc)
 	}
-	updates, err := evolution.Diff(rel.QualifiedName(), current, next)
+	updates, err := evolution.Diff(rel.QualifiedName(), current, included(next))
 	if err != nil || len(updates) == 0 {
 		return nil, err
 	}
@@ -172,4 +193,19 @@ func (s *Sink) TakeAdded() map[uint32][]string {
 	out := s.added
 	s.added = make(map[uint32][]string)
 	return out
+}
+
+// appendCell decodes one value into b, applying the column's override: with
+// lossy: allow a numeric is rounded to the decimal's scale first.
+func appendCell(b array.Builder, c decode.Column, text []byte) error {
+	if text != nil && c.Override.LossyAllowed() {
+		if d, ok := b.Type().(*arrow.Decimal128Type); ok {
+			r, err := mapping.RoundDecimal(text, int(d.Scale))
+			if err != nil {
+				return err
+			}
+			text = r
+		}
+	}
+	return mapping.Append(b, text)
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	icego "github.com/apache/iceberg-go"
 	"github.com/pg2iceberg/pg2iceberg/decode"
-	"github.com/pg2iceberg/pg2iceberg/mapping"
 )
 
 // loc is where a live row of the mirror is: a file (index into mirror.files)
@@ -114,7 +113,7 @@ func (m *mirror) appendRow(fw *fileWriter, row decode.Tuple) error {
 		if d.Kind == decode.Text {
 			text = d.Data
 		}
-		if err := mapping.Append(fw.builder(m.colIdx[i]), text); err != nil {
+		if err := appendCell(fw.builder(m.colIdx[i]), m.rel.Columns[i], text); err != nil {
 			return fmt.Errorf("%s: column %s, key %s: %w", m.name(), m.rel.Columns[i].Name, m.keyText(row), err)
 		}
 	}

@@ -24,7 +24,7 @@ const (
 
 // columnType is the Iceberg type of a relation column.
 func columnType(rel *decode.Relation, c decode.Column) (icego.Type, error) {
-	return mapping.For(rel.QualifiedName(), mapping.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, TypeName: c.TypeName, Type: c.Type})
+	return mapping.For(rel.QualifiedName(), c.Mapping())
 }
 
 // rowFields maps the relation's columns to Iceberg fields. Key columns are
@@ -32,6 +32,9 @@ func columnType(rel *decode.Relation, c decode.Column) (icego.Type, error) {
 func rowFields(rel *decode.Relation, keysRequired bool) ([]icego.NestedField, error) {
 	fields := make([]icego.NestedField, 0, len(rel.Columns))
 	for _, c := range rel.Columns {
+		if c.Excluded() {
+			continue
+		}
 		t, err := columnType(rel, c)
 		if err != nil {
 			return nil, err
@@ -93,9 +96,9 @@ func MirrorSchema(rel *decode.Relation) (*icego.Schema, error) {
 	next := 1
 	fields = assignIDs(fields, &next)
 	var ids []int
-	for i, c := range rel.Columns {
-		if c.Key {
-			ids = append(ids, fields[i].ID)
+	for _, f := range fields {
+		if i := rel.ColumnIndex(f.Name); i >= 0 && rel.Columns[i].Key {
+			ids = append(ids, f.ID)
 		}
 	}
 	return icego.NewSchemaWithIdentifiers(0, ids, fields...), nil

@@ -206,6 +206,7 @@ func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 			if rel.Columns[i].TypeOID == st.rel.Columns[j].TypeOID && rel.Columns[i].TypeMod == st.rel.Columns[j].TypeMod {
 				rel.Columns[i].Type = st.rel.Columns[j].Type
 			}
+			rel.Columns[i].Override = st.rel.Columns[j].Override
 			rel.Columns[i].Key = st.rel.Columns[j].Key
 		}
 	}

@@ -479,7 +479,7 @@ func TestPreflightTypes(t *testing.T) {
 		CREATE PUBLICATION bad_pub FOR TABLE bad, badkey;`); err != nil {
 		t.Fatal(err)
 	}
-	rels, err := replication.Preflight(ctx, conn, "good_pub")
+	rels, err := replication.Preflight(ctx, conn, "good_pub", nil)
 	if err != nil {
 		t.Fatalf("preflight of good_pub: %v", err)
 	}
@@ -513,7 +513,7 @@ func TestPreflightTypes(t *testing.T) {
 		t.Errorf("hstore's extension = %q, want hstore", h.Extension)
 	}
 
-	_, err = replication.Preflight(ctx, conn, "bad_pub")
+	_, err = replication.Preflight(ctx, conn, "bad_pub", nil)
 	if err == nil {
 		t.Fatal("preflight of bad_pub succeeded, want type errors")
 	}

@@ -47,6 +47,8 @@ type Column struct {
 	// preflight). Without it only built-in types are known (Builtin), and
 	// arrays count as one-dimensional.
 	Type *Type
+	// Override, when set, replaces the default mapping (see Overrides).
+	Override *Override
 }
 
 // UnsupportedTypeError reports a column whose type has no mapping.
@@ -109,6 +111,9 @@ func HstoreType() *iceberg.MapType {
 // For returns the Iceberg type of a column of table (schema.name). Nested
 // types (list, struct, map) come with field IDs 0, for the caller to assign.
 func For(table string, c Column) (iceberg.Type, error) {
+	if c.Override != nil {
+		return forOverride(table, c, c.Override)
+	}
 	t := c.Type
 	if t == nil {
 		t = Builtin(c.TypeOID, c.TypeMod)

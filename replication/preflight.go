@@ -28,7 +28,10 @@ func (e *PreflightError) Error() string {
 // Preflight checks that the source can be replicated and returns the
 // publication's tables, with their columns in pgoutput's order and their
 // mirror keys (primary key, or the replica identity index).
-func Preflight(ctx context.Context, conn *pgx.Conn, publication string) ([]*decode.Relation, error) {
+//
+// overrides (from the configuration file, may be nil) are attached to the
+// columns they match.
+func Preflight(ctx context.Context, conn *pgx.Conn, publication string, overrides *mapping.Overrides) ([]*decode.Relation, error) {
 	var walLevel string
 	if err := conn.QueryRow(ctx, "SHOW wal_level").Scan(&walLevel); err != nil {
 		return nil, fmt.Errorf("read wal_level: %w", err)
@@ -83,8 +86,16 @@ func Preflight(ctx context.Context, conn *pgx.Conn, publication string) ([]*deco
 				Fix:     fmt.Sprintf("GRANT SELECT ON %s.%s TO %s;", decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name), decode.QuoteIdent(user)),
 			})
 		}
-		for _, c := range rel.Columns {
-			typ, err := mapping.For(rel.QualifiedName(), mapping.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, TypeName: c.TypeName, Type: c.Type})
+		for i := range rel.Columns {
+			rel.Columns[i].Override = overrides.Match(rel.QualifiedName(), rel.Columns[i].Name, rel.Columns[i].TypeName)
+			c := rel.Columns[i]
+			if c.Excluded() {
+				if c.Key {
+					errs = append(errs, fmt.Errorf("%s.%s is a key column and cannot be excluded by a rule", rel.QualifiedName(), c.Name))
+				}
+				continue
+			}
+			typ, err := mapping.For(rel.QualifiedName(), c.Mapping())
 			if err != nil {
 				errs = append(errs, err)
 				continue

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/mapping"
 )
 
 // SyncTable copies one table while the main slot's stream waits, the way
@@ -50,8 +51,8 @@ func SyncTable(ctx context.Context, conn *pgx.Conn, rel *decode.Relation, sink C
 
 // LookupTable returns a published table's description, checked as
 // Preflight checks every table.
-func LookupTable(ctx context.Context, conn *pgx.Conn, publication string, relID uint32) (*decode.Relation, error) {
-	rels, err := Preflight(ctx, conn, publication)
+func LookupTable(ctx context.Context, conn *pgx.Conn, publication string, relID uint32, overrides *mapping.Overrides) (*decode.Relation, error) {
+	rels, err := Preflight(ctx, conn, publication, overrides)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,168 @@
+package mapping
+
+import (
+	"errors"
+	"fmt"
+	"math/big"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"go.yaml.in/yaml/v3"
+)
+
+// Override overrides the default mapping of the columns it matches: by type
+// (the type's name without modifiers, as format_type prints it: numeric,
+// jsonb, "timestamp without time zone") or by column (schema.table.column).
+// A column rule wins over a type rule.
+type Override struct {
+	Type   string `yaml:"type"`
+	Column string `yaml:"column"`
+	// To is "string", "decimal(P,S)" or "exclude" (the column is not
+	// written to Iceberg at all).
+	To string `yaml:"to"`
+	// Lossy is "fail" (the default: a value that does not fit stops the
+	// bridge, naming table, column and key) or "allow" (round it).
+	Lossy string `yaml:"lossy"`
+}
+
+// Overrides is the rule list of a configuration file.
+type Overrides struct {
+	Overrides []Override `yaml:"rules"`
+}
+
+var decimalRE = regexp.MustCompile(`^decimal\((\d+),\s*(\d+)\)$`)
+
+// ParseOverrides reads and checks a configuration file's rules.
+func ParseOverrides(data []byte) (*Overrides, error) {
+	var r Overrides
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	var errs []error
+	for i, rule := range r.Overrides {
+		where := fmt.Sprintf("rule %d", i+1)
+		if (rule.Type == "") == (rule.Column == "") {
+			errs = append(errs, fmt.Errorf("%s: give exactly one of type: or column:", where))
+		}
+		if rule.Column != "" && strings.Count(rule.Column, ".") != 2 {
+			errs = append(errs, fmt.Errorf("%s: column %q must be schema.table.column", where, rule.Column))
+		}
+		if _, _, err := rule.target(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+		}
+		switch rule.Lossy {
+		case "", "fail", "allow":
+		default:
+			errs = append(errs, fmt.Errorf("%s: lossy is %q; use fail or allow", where, rule.Lossy))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	return &r, nil
+}
+
+// target returns the rule's Iceberg type, or exclude.
+func (r *Override) target() (t iceberg.Type, exclude bool, err error) {
+	switch to := strings.TrimSpace(r.To); {
+	case to == "exclude":
+		return nil, true, nil
+	case to == "string":
+		return iceberg.PrimitiveTypes.String, false, nil
+	case decimalRE.MatchString(to):
+		m := decimalRE.FindStringSubmatch(to)
+		p, _ := strconv.Atoi(m[1])
+		s, _ := strconv.Atoi(m[2])
+		if p < 1 || p > MaxDecimalPrecision || s > p {
+			return nil, false, fmt.Errorf("to: %s: precision must be 1 to %d and scale at most the precision", to, MaxDecimalPrecision)
+		}
+		return iceberg.DecimalTypeOf(p, s), false, nil
+	}
+	return nil, false, fmt.Errorf("to: %q; use string, decimal(P,S) or exclude", r.To)
+}
+
+// Excluded reports whether the rule leaves the column out.
+func (r *Override) Excluded() bool {
+	if r == nil {
+		return false
+	}
+	_, ex, _ := r.target()
+	return ex
+}
+
+// LossyAllowed reports whether values may be rounded to fit.
+func (r *Override) LossyAllowed() bool { return r != nil && r.Lossy == "allow" }
+
+// Match returns the rule for a column of table (schema.table), or nil. typeName
+// is the column's type as format_type prints it; modifiers are ignored.
+func (o *Overrides) Match(table, column, typeName string) *Override {
+	if o == nil {
+		return nil
+	}
+	base := typeName
+	if i := strings.IndexByte(base, '('); i >= 0 {
+		base = strings.TrimSpace(base[:i]) + base[strings.IndexByte(base, ')')+1:]
+	}
+	var byType *Override
+	for i := range o.Overrides {
+		r := &o.Overrides[i]
+		if r.Column == table+"."+column {
+			return r
+		}
+		if r.Type != "" && r.Type == base && byType == nil {
+			byType = r
+		}
+	}
+	return byType
+}
+
+// forOverride is For with a rule: the rule's target, when the source type can
+// be written as it.
+func forOverride(table string, c Column, r *Override) (iceberg.Type, error) {
+	t, _, err := r.target()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := t.(iceberg.DecimalType); ok {
+		switch c.TypeOID {
+		case OIDNumeric, OIDInt2, OIDInt4, OIDInt8:
+		default:
+			return nil, fmt.Errorf("%s.%s: a decimal rule applies to numeric and integer columns, not %s", table, c.Name, c.TypeName)
+		}
+	}
+	return t, nil
+}
+
+// RoundDecimal rounds a numeric's text form to scale digits after the point,
+// half away from zero (as PostgreSQL's round does), for lossy: allow.
+func RoundDecimal(text []byte, scale int) ([]byte, error) {
+	var v big.Rat
+	if _, ok := v.SetString(string(text)); !ok {
+		return nil, fmt.Errorf("not a number")
+	}
+	return []byte(roundRat(&v, scale)), nil
+}
+
+func roundRat(v *big.Rat, scale int) string {
+	neg := v.Sign() < 0
+	a := new(big.Rat).Abs(v)
+	pow := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)
+	a.Mul(a, new(big.Rat).SetInt(pow))
+	a.Add(a, big.NewRat(1, 2))
+	q := new(big.Int).Quo(a.Num(), a.Denom())
+	s := q.String()
+	for len(s) <= scale {
+		s = "0" + s
+	}
+	if scale > 0 {
+		s = s[:len(s)-scale] + "." + s[len(s)-scale:]
+	}
+	if neg && strings.Trim(s, "0.") != "" {
+		s = "-" + s
+	}
+	return s
+}

@@ -1,0 +1,68 @@
+package mapping
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseOverrides(t *testing.T) {
+	good := `rules:
+  - type: numeric
+    to: decimal(38,9)
+  - column: public.users.ssn
+    to: exclude
+  - column: public.t.p
+    to: string
+    lossy: allow
+`
+	o, err := ParseOverrides([]byte(good))
+	if err != nil {
+		t.Fatalf("ParseOverrides(good) error = %v", err)
+	}
+	if r := o.Match("public.t", "amount", "numeric"); r == nil || r.To != "decimal(38,9)" {
+		t.Errorf("Match(numeric) = %v, want the type rule", r)
+	}
+	if r := o.Match("public.t", "amount", "numeric(10,2)"); r == nil {
+		t.Errorf("Match(numeric(10,2)) = nil, want the type rule (modifiers ignored)")
+	}
+	if r := o.Match("public.users", "ssn", "text"); r == nil || !r.Excluded() {
+		t.Errorf("Match(ssn) = %v, want exclude", r)
+	}
+	if r := o.Match("public.t", "x", "text"); r != nil {
+		t.Errorf("Match(unmatched) = %v, want nil", r)
+	}
+	bad := []struct{ yaml, want string }{
+		{"rules:\n  - to: string\n", "exactly one of"},
+		{"rules:\n  - type: numeric\n    column: a.b.c\n    to: string\n", "exactly one of"},
+		{"rules:\n  - column: t.c\n    to: string\n", "schema.table.column"},
+		{"rules:\n  - type: numeric\n    to: decimal(40,2)\n", "precision"},
+		{"rules:\n  - type: numeric\n    to: float\n", "use string"},
+		{"rules:\n  - type: numeric\n    to: string\n    lossy: maybe\n", "lossy"},
+		{"rulez: []\n", "rulez"},
+	}
+	for _, tc := range bad {
+		_, err := ParseOverrides([]byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseOverrides(%q) error = %v, want one mentioning %q", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+func TestRoundDecimal(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		scale int
+		want  string
+	}{
+		{"1.005", 2, "1.01"}, {"-1.005", 2, "-1.01"}, {"2.499", 2, "2.50"}, {"0.004", 2, "0.00"},
+		{"-0.004", 2, "0.00"}, {"123", 0, "123"}, {"123.5", 0, "124"}, {"1e3", 1, "1000.0"},
+	} {
+		got, err := RoundDecimal([]byte(tc.in), tc.scale)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("RoundDecimal(%q, %d) = %q, %v, want %q", tc.in, tc.scale, got, err, tc.want)
+		}
+	}
+	if _, err := RoundDecimal([]byte("NaN"), 2); err == nil {
+		t.Errorf("RoundDecimal(NaN) succeeded, want an error")
+	}
+}
