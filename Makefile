@@ -29,3 +29,10 @@ demo: build
 
 clean:
 	rm -rf bin warehouse
+
+# Measures the bridge against PostgreSQL's own logical decoding (pg_recvlogical)
+# on the same WAL, to a local warehouse and to S3; not part of make test.
+# BENCHFLAGS=-quick for a run of about two minutes (see bench/README.md).
+bench: build
+	$(GO) run ./bench $(BENCHFLAGS)
+

@@ -1,0 +1,432 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+)
+
+const recvlogical = "/usr/bin/pg_recvlogical"
+
+// clockTick is the kernel's USER_HZ, the unit of /proc/<pid>/stat times.
+const clockTick = 100.0
+
+// procCPU returns a process's user+system CPU seconds from /proc.
+func procCPU(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; fields count from ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	ut, err1 := strconv.ParseFloat(f[11], 64)
+	st, err2 := strconv.ParseFloat(f[12], 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return (ut + st) / clockTick, nil
+}
+
+// cpuTimes is the machine's busy and total CPU time from /proc/stat.
+type cpuTimes struct{ busy, total float64 }
+
+func machineCPU() cpuTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	var t cpuTimes
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseFloat(v, 64)
+		if i >= 8 { // guest time is already counted in user
+			break
+		}
+		t.total += n
+		if i != 3 && i != 4 { // idle, iowait
+			t.busy += n
+		}
+	}
+	t.busy /= clockTick
+	t.total /= clockTick
+	return t
+}
+
+// busyCores is how many cores were busy on average between a and b.
+func busyCores(a, b cpuTimes, wall float64) float64 {
+	if wall <= 0 {
+		return 0
+	}
+	return (b.busy - a.busy) / wall
+}
+
+// walsenderCPU samples the CPU time of the walsender serving
+// application_name until stop is called, and returns the last sample.
+type walsenderCPU struct {
+	mu   sync.Mutex
+	pid  int
+	last float64
+	stop chan struct{}
+	done chan struct{}
+}
+
+func (e *env) watchWalsender(ctx context.Context, app string) *walsenderCPU {
+	w := &walsenderCPU{stop: make(chan struct{}), done: make(chan struct{})}
+	since := time.Now() // a walsender of an earlier run may linger
+	go func() {
+		defer close(w.done)
+		conn, err := e.pg.Conn(ctx, benchDB)
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			w.mu.Lock()
+			pid := w.pid
+			w.mu.Unlock()
+			if pid == 0 {
+				var p int
+				if err := conn.QueryRow(ctx, "SELECT pid FROM pg_stat_replication WHERE application_name = $1 AND backend_start >= $2 ORDER BY backend_start DESC LIMIT 1", app, since).Scan(&p); err == nil {
+					c, _ := procCPU(p)
+					w.mu.Lock()
+					w.pid, w.last = p, c
+					w.mu.Unlock()
+				}
+			} else if c, err := procCPU(pid); err == nil {
+				w.mu.Lock()
+				w.last = c
+				w.mu.Unlock()
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+// seconds stops sampling and returns the walsender's CPU seconds over the
+// sampled period (its whole life when found at once).
+func (w *walsenderCPU) seconds() float64 {
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
+}
+
+// slotConfirmed returns a slot's confirmed_flush_lsn.
+func slotConfirmed(ctx context.Context, conn *pgx.Conn, slot string) (pglogrepl.LSN, error) {
+	var s *string
+	if err := conn.QueryRow(ctx, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", slot).Scan(&s); err != nil {
+		return 0, fmt.Errorf("read slot %s: %w", slot, err)
+	}
+	if s == nil {
+		return 0, nil
+	}
+	return pglogrepl.ParseLSN(*s)
+}
+
+// ------------------------------------------------------------------ limit
+
+// limitRun is one pg_recvlogical pass over the workload.
+type limitRun struct {
+	Slot                string  `json:"slot"`
+	Seconds             float64 `json:"seconds"`
+	RowsPerSec          float64 `json:"rows_per_sec"`
+	ClientCPUSeconds    float64 `json:"client_cpu_seconds"`
+	WalsenderCPUSeconds float64 `json:"walsender_cpu_seconds"`
+	BusyCores           float64 `json:"machine_busy_cores"`
+	// OthersCPUSeconds is the machine's busy time minus pg_recvlogical's
+	// and its walsender's: other processes competing for the CPUs.
+	OthersCPUSeconds float64 `json:"others_cpu_seconds"`
+	Command          string  `json:"command"`
+}
+
+// runLimit times pg_recvlogical from slot to end (the WAL position after the
+// workload) writing to /dev/null.
+func (e *env) runLimit(ctx context.Context, slot, pub string, end pglogrepl.LSN, rows int64) (limitRun, error) {
+	args := []string{"-h", e.pg.Host, "-p", strconv.Itoa(e.pg.Port), "-U", e.pg.SuperUser, "-d", benchDB,
+		"--slot", slot, "--start", "-f", "/dev/null",
+		"-o", "proto_version=2", "-o", "publication_names=" + pub, "-o", "streaming=on",
+		"-E", end.String(), "--no-loop"}
+	cmd := exec.CommandContext(ctx, recvlogical, args...)
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+e.pg.SuperPassword, "PGAPPNAME=pg_recvlogical")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	ws := e.watchWalsender(ctx, "pg_recvlogical")
+	cpu0 := machineCPU()
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start).Seconds()
+	cpu1 := machineCPU()
+	wcpu := ws.seconds()
+	if err != nil {
+		return limitRun{}, fmt.Errorf("pg_recvlogical on slot %s: %w: %s", slot, err, stderr.String())
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	client := tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
+	return limitRun{
+		Slot: slot, Seconds: wall, RowsPerSec: float64(rows) / wall,
+		ClientCPUSeconds:    client,
+		WalsenderCPUSeconds: wcpu,
+		BusyCores:           busyCores(cpu0, cpu1, wall),
+		OthersCPUSeconds:    max(0, cpu1.busy-cpu0.busy-client-wcpu),
+		Command:             recvlogical + " " + strings.Join(args, " "),
+	}, nil
+}
+
+func tvSeconds(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }
+
+// ------------------------------------------------------------------ bridge
+
+// bridgeTarget is a warehouse the bridge writes to.
+type bridgeTarget struct {
+	name      string // local or s3
+	slot      string
+	warehouse string // directory or s3://bucket/prefix
+	catalog   string // "" (embedded in the warehouse) or a SQLite path
+	filesDir  string // where the Parquet files land on this machine
+}
+
+func (e *env) target(name, id string) bridgeTarget {
+	t := bridgeTarget{name: name, slot: "br_" + id + "_" + name}
+	if name == "s3" {
+		t.warehouse = "s3://" + s3Bucket + "/" + id
+		t.catalog = e.tmp + "/" + id + "-s3-catalog.db"
+		t.filesDir = e.s3.Dir + "/" + s3Bucket + "/" + id
+	} else {
+		t.warehouse = e.tmp + "/wh-" + id
+		t.filesDir = t.warehouse
+	}
+	return t
+}
+
+// bridge is a running bin/pg2iceberg run.
+type bridge struct {
+	cmd         *exec.Cmd
+	started     time.Time
+	metricsAddr string
+	logPath     string
+
+	streaming   chan struct{} // closed at the "streaming" log line
+	streamingAt time.Time     // set before streaming is closed
+	streamCPU   float64       // the process's CPU seconds at that line
+	exited      chan struct{} // closed when the process has exited
+	waitErr     error         // valid once exited is closed
+	exitedAt    time.Time
+
+	mu           sync.Mutex // guards the fields below, written by the log reader
+	flushes      int
+	flushElapsed time.Duration
+	tail         []string
+}
+
+var flushElapsedRE = regexp.MustCompile(`msg="batch committed".* elapsed=(\S+)`)
+
+// startBridge starts the bridge on t for publication pub. With metrics it
+// serves /metrics on a free port; profile names a CPU profile to write
+// (only with the profiling build).
+func (e *env) startBridge(t bridgeTarget, pub string, metrics bool, profile string) (*bridge, error) {
+	args := []string{"run", "--source", e.pg.URL(e.pg.SuperUser, "", benchDB), "--publication", pub,
+		"--slot", t.slot, "--warehouse", t.warehouse, "--spool-dir", e.tmp}
+	if t.catalog != "" {
+		args = append(args, "--catalog", t.catalog)
+	}
+	if t.name == "s3" {
+		args = append(args, "--s3-endpoint", e.s3.Endpoint, "--s3-region", e.s3.Region, "--s3-path-style")
+	}
+	args = append(args, e.cfg.bridgeArgs...)
+	b := &bridge{streaming: make(chan struct{}), exited: make(chan struct{})}
+	if metrics {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		b.metricsAddr = "127.0.0.1:" + strconv.Itoa(port)
+		args = append(args, "--metrics-addr", b.metricsAddr)
+	}
+	cmd := exec.Command(e.bin, args...)
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+e.pg.SuperPassword)
+	if e.s3 != nil {
+		cmd.Env = append(cmd.Env, e.s3.Env()...)
+	}
+	if profile != "" {
+		cmd.Env = append(cmd.Env, profileEnvCPU+"="+profile+".cpu.pprof", profileEnvAllocs+"="+profile+".allocs.pprof", profileEnvHeap+"="+profile+".heap.pprof")
+	}
+	cmd.Env = append(cmd.Env, e.cfg.bridgeEnv...)
+	// Own process group: a Ctrl-C reaches the bench, which stops the bridge.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	b.logPath = e.tmp + "/" + t.slot + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + ".log"
+	logFile, err := os.Create(b.logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout = logFile
+	b.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", e.bin, err)
+	}
+	b.cmd = cmd
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		b.readLog(stderr, logFile)
+	}()
+	go func() {
+		<-readDone // Wait closes the pipe: read everything first
+		b.waitErr = cmd.Wait()
+		b.exitedAt = time.Now()
+		logFile.Close()
+		close(b.exited)
+	}()
+	return b, nil
+}
+
+func (b *bridge) readLog(r io.Reader, w io.Writer) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	streaming := false
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Fprintln(w, line)
+		if !streaming && strings.Contains(line, " msg=streaming ") {
+			b.streamingAt = time.Now()
+			b.streamCPU, _ = procCPU(b.cmd.Process.Pid)
+			streaming = true
+			close(b.streaming)
+		}
+		b.mu.Lock()
+		if m := flushElapsedRE.FindStringSubmatch(line); m != nil {
+			b.flushes++
+			if d, err := time.ParseDuration(m[1]); err == nil {
+				b.flushElapsed += d
+			}
+		}
+		b.tail = append(b.tail, line)
+		if len(b.tail) > 30 {
+			b.tail = b.tail[1:]
+		}
+		b.mu.Unlock()
+	}
+	_, _ = io.Copy(io.Discard, r)
+}
+
+func (b *bridge) logTail() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return "\n--- bridge log (" + b.logPath + ") ---\n" + strings.Join(b.tail, "\n")
+}
+
+// stop sends SIGINT and waits for the exit; after timeout it kills.
+func (b *bridge) stop(timeout time.Duration) error {
+	select {
+	case <-b.exited:
+	default:
+		_ = b.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-b.exited:
+		case <-time.After(timeout):
+			_ = b.cmd.Process.Kill()
+			<-b.exited
+			return fmt.Errorf("the bridge did not stop within %s of SIGINT; killed%s", timeout, b.logTail())
+		}
+	}
+	if b.waitErr != nil {
+		return fmt.Errorf("the bridge exited with %w%s", b.waitErr, b.logTail())
+	}
+	return nil
+}
+
+// waitStreaming waits for the "streaming" log line.
+func (b *bridge) waitStreaming(ctx context.Context, timeout time.Duration) error {
+	select {
+	case <-b.streaming:
+		return nil
+	case <-b.exited:
+		return fmt.Errorf("the bridge exited before streaming (%v)%s", b.waitErr, b.logTail())
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(timeout):
+		return fmt.Errorf("the bridge did not start streaming within %s%s", timeout, b.logTail())
+	}
+}
+
+// metric reads one unlabelled gauge from /metrics.
+func (b *bridge) metric(client *http.Client, name string) (float64, error) {
+	resp, err := client.Get("http://" + b.metricsAddr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, fmt.Errorf("metric %s not served", name)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pick a free port: %w", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	return port, l.Close()
+}
+
+// setupBridge runs the bridge once on the prepared table: it creates its
+// slot, copies the prefill, starts streaming and is stopped again, so the
+// timed run later starts from the slot with an up-to-date mirror.
+func (e *env) setupBridge(ctx context.Context, t bridgeTarget, pub string) error {
+	b, err := e.startBridge(t, pub, false, "")
+	if err != nil {
+		return err
+	}
+	if err := b.waitStreaming(ctx, 30*time.Minute); err != nil {
+		_ = b.stop(time.Minute)
+		return fmt.Errorf("first start on %s: %w", t.name, err)
+	}
+	if err := b.stop(5 * time.Minute); err != nil {
+		return fmt.Errorf("first start on %s: %w", t.name, err)
+	}
+	logf("bridge %s: slot %s created, initial copy done in %s", t.name, t.slot, b.exitedAt.Sub(b.started).Round(time.Millisecond))
+	return nil
+}
