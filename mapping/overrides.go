@@ -46,7 +46,7 @@ func ParseOverrides(data []byte) (*Overrides, error) {
 	for i, rule := range r.Overrides {
 		where := fmt.Sprintf("rule %d", i+1)
 		if (rule.Type == "") == (rule.Column == "") {
-			errs = append(errs, fmt.Errorf("%s: give exactly one of type: or column:", where))
+			errs = append(errs, fmt.Errorf("%s: give exactly one of the keys type and column", where))
 		}
 		if rule.Column != "" && strings.Count(rule.Column, ".") != 2 {
 			errs = append(errs, fmt.Errorf("%s: column %q must be schema.table.column", where, rule.Column))

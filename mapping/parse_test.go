@@ -154,7 +154,7 @@ func TestParseArray(t *testing.T) {
 			if !reflect.DeepEqual(got.Dims, tt.want.Dims) || !reflect.DeepEqual(got.Lower, tt.want.Lower) || !sameElems(got.Elements, tt.want.Elements) {
 				t.Errorf("ParseArray(%q) = %+v, want %+v", tt.in, got, tt.want)
 			}
-			if f := formatArray(got, delim); !strings.Contains(tt.in, `\NULL`) && f != tt.in && strings.ToUpper(f) != strings.ToUpper(tt.in) {
+			if f := formatArray(got, delim); !strings.Contains(tt.in, `\NULL`) && f != tt.in && !strings.EqualFold(f, tt.in) {
 				t.Errorf("ParseArray(%q) formats back as %q", tt.in, f)
 			}
 		})

@@ -537,7 +537,6 @@ func (d *demo) oneTxn(ctx context.Context, conn *pgx.Conn, rng *rand.Rand) error
 type tableData struct {
 	columns []string
 	rows    [][]string
-	sortKey []string
 }
 
 func readTable(ctx context.Context, cat *sqlcat.Catalog, name string) (*tableData, error) {
