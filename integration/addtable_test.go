@@ -2,16 +2,15 @@ package integration
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // A table added to the publication while the bridge streams, under a
 // concurrent write load on it, is copied and then ends equal to Postgres.
 func TestTableAddedWhileStreaming(t *testing.T) {
-	ctx := context.Background()
 	pg, conn := startSource(t, shopSchema+`
 		CREATE TABLE shop.later (id int PRIMARY KEY, v text, n int);
 		INSERT INTO shop.later SELECT g, 'v' || g, 0 FROM generate_series(1, 20000) g;`)
@@ -21,38 +20,23 @@ func TestTableAddedWhileStreaming(t *testing.T) {
 
 	// Write load on the new table and an old one, before, during and after
 	// it joins the publication.
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		lc, err := pg.Conn(ctx, "postgres")
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer lc.Close(ctx)
-		for i := 0; !stop.Load(); i++ {
-			stmts := []string{
-				`UPDATE shop.later SET n = n + 1, v = 'u' || $1 WHERE id % 97 = $1 % 97`,
-				`INSERT INTO shop.later VALUES (100000 + $1, 'new', 0)`,
-				`DELETE FROM shop.later WHERE id = 1 + ($1 * 7) % 20000`,
-				`UPDATE shop.orders SET status = 's' || $1 WHERE id = 1 + $1 % 500`,
+	stop := writeLoad(t, pg, 5*time.Millisecond, func(ctx context.Context, lc *pgx.Conn, i int) error {
+		for _, q := range []string{
+			`UPDATE shop.later SET n = n + 1, v = 'u' || $1 WHERE id % 97 = $1 % 97`,
+			`INSERT INTO shop.later VALUES (100000 + $1, 'new', 0)`,
+			`DELETE FROM shop.later WHERE id = 1 + ($1 * 7) % 20000`,
+			`UPDATE shop.orders SET status = 's' || $1 WHERE id = 1 + $1 % 500`,
+		} {
+			if _, err := lc.Exec(ctx, q, i); err != nil {
+				return err
 			}
-			for _, q := range stmts {
-				if _, err := lc.Exec(ctx, q, i); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-			time.Sleep(5 * time.Millisecond)
 		}
-	}()
+		return nil
+	})
 	time.Sleep(time.Second)
 	exec1(t, conn, `ALTER PUBLICATION shop_pub ADD TABLE shop.later`)
 	time.Sleep(4 * time.Second)
-	stop.Store(true)
-	wg.Wait()
+	stop()
 	waitCaughtUp(t, conn, "pg2iceberg_shop_pub", b)
 	b.stop(t)
 

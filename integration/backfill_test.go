@@ -9,13 +9,12 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
 )
@@ -38,32 +37,19 @@ func TestBackfillUnderLoadWithKill(t *testing.T) {
 	addr := freeAddr(t)
 	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "bf_pub", "--flush-interval", "1s", "--backfill-workers", "2", "--metrics-addr", addr}, tg.args()...)
 
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // write load for the whole test
-		defer wg.Done()
-		lc, err := pg.Conn(ctx, "postgres")
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer lc.Close(ctx)
-		for i := 1; !stop.Load(); i++ {
-			k := int64(i)*7919%rows + 1
-			for _, q := range []string{
-				`UPDATE big SET n = n + 1, v = 'updated ' || $1 WHERE id = $1`,
-				`DELETE FROM big WHERE id = $1 + 1`,
-				`UPDATE small SET v = 'u' || $1 WHERE id = $1 % 1000 + 1`,
-			} {
-				if _, err := lc.Exec(ctx, q, k); err != nil {
-					t.Error(err)
-					return
-				}
+	stop := writeLoad(t, pg, 2*time.Millisecond, func(ctx context.Context, lc *pgx.Conn, i int) error { // for the whole test
+		k := int64(i+1)*7919%rows + 1
+		for _, q := range []string{
+			`UPDATE big SET n = n + 1, v = 'updated ' || $1 WHERE id = $1`,
+			`DELETE FROM big WHERE id = $1 + 1`,
+			`UPDATE small SET v = 'u' || $1 WHERE id = $1 % 1000 + 1`,
+		} {
+			if _, err := lc.Exec(ctx, q, k); err != nil {
+				return err
 			}
-			time.Sleep(2 * time.Millisecond)
 		}
-	}()
+		return nil
+	})
 
 	b := startBridge(t, nil, args...)
 	deadline := time.Now().Add(3 * time.Minute)
@@ -80,8 +66,7 @@ func TestBackfillUnderLoadWithKill(t *testing.T) {
 	b = startBridge(t, nil, args...)
 	waitSlot(t, conn, "pg2iceberg_bf_pub", b)
 	time.Sleep(3 * time.Second) // streaming under load after the copy
-	stop.Store(true)
-	wg.Wait()
+	stop()
 	waitCaughtUp(t, conn, "pg2iceberg_bf_pub", b)
 	resp, err := http.Get("http://" + addr + "/status")
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -164,6 +165,33 @@ func (b *bridge) running() bool {
 	default:
 		return true
 	}
+}
+
+// writeLoad runs step(i) for i = 0, 1, ... on a connection of its own,
+// pausing between steps, until the returned stop is called; stop waits for
+// the load to end. A failing step fails the test and ends the load.
+func writeLoad(t *testing.T, pg *harness.Postgres, pause time.Duration, step func(ctx context.Context, c *pgx.Conn, i int) error) (stop func()) {
+	t.Helper()
+	ctx := context.Background()
+	lc, err := pg.Conn(ctx, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer lc.Close(ctx)
+		for i := 0; !done.Load(); i++ {
+			if err := step(ctx, lc, i); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(pause)
+		}
+	}()
+	return func() { done.Store(true); wg.Wait() }
 }
 
 // startSource starts a throwaway Postgres, runs sql in it and connects.

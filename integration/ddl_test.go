@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,29 +61,14 @@ func TestSchemaEvolution(t *testing.T) {
 		ids[f.Name] = f.ID
 	}
 
-	var stop atomic.Bool
 	var loadMu sync.Mutex // held by the load for each update; check holds it to compare a still table
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // updates of the columns that live through every step
-		defer wg.Done()
-		lc, err := pg.Conn(ctx, "postgres")
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer lc.Close(ctx)
-		for i := 0; !stop.Load(); i++ {
-			loadMu.Lock()
-			_, err := lc.Exec(ctx, `UPDATE items SET v = 'load ' || $1 WHERE id = $1 % 300 + 1`, i)
-			loadMu.Unlock()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			time.Sleep(3 * time.Millisecond)
-		}
-	}()
+	stop := writeLoad(t, pg, 3*time.Millisecond, func(ctx context.Context, lc *pgx.Conn, i int) error {
+		// updates of the columns that live through every step
+		loadMu.Lock()
+		defer loadMu.Unlock()
+		_, err := lc.Exec(ctx, `UPDATE items SET v = 'load ' || $1 WHERE id = $1 % 300 + 1`, i)
+		return err
+	})
 
 	sel := func(cols string) []row { return pgRows(t, conn, cols, "items") }
 	check := func(step, cols, wantNames string) {
@@ -151,8 +135,7 @@ func TestSchemaEvolution(t *testing.T) {
 	if cl != "op,lsn,xid,commit_ts,seq,before,after" {
 		t.Errorf("changelog columns %s", cl)
 	}
-	stop.Store(true)
-	wg.Wait()
+	stop()
 
 	// An incompatible change stops the bridge before anything is written.
 	exec1(t, conn, `ALTER TABLE items ALTER COLUMN v TYPE int USING length(v)`)
