@@ -112,27 +112,23 @@ func readBuild(path string) buildInfo {
 	if sum, err := fileSHA256(path); err == nil {
 		b.SHA256 = sum
 	}
-	defer func() {
-		if b.Revision == "" {
-			// Built with -buildvcs=false: read the checked-out commit from
-			// .git (the working tree may differ from it).
-			b.Revision = gitHead()
+	if bi, err := buildinfo.ReadFile(path); err == nil {
+		b.GoVersion = bi.GoVersion
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				b.Revision = s.Value
+			case "vcs.modified":
+				b.Modified = s.Value == "true"
+			case "vcs.time":
+				b.CommitTime = s.Value
+			}
 		}
-	}()
-	bi, err := buildinfo.ReadFile(path)
-	if err != nil {
-		return b
 	}
-	b.GoVersion = bi.GoVersion
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			b.Revision = s.Value
-		case "vcs.modified":
-			b.Modified = s.Value == "true"
-		case "vcs.time":
-			b.CommitTime = s.Value
-		}
+	if b.Revision == "" {
+		// Built with -buildvcs=false: read the checked-out commit from .git
+		// (the working tree may differ from it).
+		b.Revision = gitHead()
 	}
 	return b
 }

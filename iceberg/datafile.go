@@ -68,6 +68,10 @@ func newFileWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec
 		// <= 18 as INT64, larger as FIXED_LEN_BYTE_ARRAY.
 		parquet.WithStoreDecimalAsInteger(true),
 		parquet.WithMaxRowGroupLength(rowGroupRows),
+		// A column whose dictionary outgrows 64 KiB (unique keys, LSNs,
+		// hashes) falls back to plain encoding early instead of hashing
+		// every value of the row group; low-cardinality columns keep theirs.
+		parquet.WithDictionaryPageSizeLimit(64<<10),
 		parquet.WithAllocator(memory.DefaultAllocator),
 	)
 	pw, err := pqarrow.NewFileWriter(asc, cw, wp, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator)))

@@ -115,6 +115,8 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, cfg StreamConfig, sink Sin
 }
 
 func (s *stream) run(ctx context.Context) error {
+	var readDeadline time.Time
+	defer s.conn.Conn().SetReadDeadline(time.Time{})
 	// A flush, once started, finishes even when ctx is cancelled (SIGTERM):
 	// the sink gets a context that is never cancelled.
 	sinkCtx := context.WithoutCancel(ctx)
@@ -148,9 +150,16 @@ func (s *stream) run(ctx context.Context) error {
 			deadline = nextStatus
 		}
 		// While stopping, finish the open transaction: receive without ctx.
-		rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-		raw, err := s.conn.ReceiveMessage(rctx)
-		cancel()
+		// The deadline goes on the socket, and only when it changes: with a
+		// context deadline, pgconn registers a context.AfterFunc (ctxwatch)
+		// on every call, a dozen allocations per message.
+		if !deadline.Equal(readDeadline) {
+			if err := s.conn.Conn().SetReadDeadline(deadline); err != nil {
+				return &ConnError{Op: "set read deadline", Err: err}
+			}
+			readDeadline = deadline
+		}
+		raw, err := s.conn.ReceiveMessage(context.Background())
 		if err != nil {
 			if pgconn.Timeout(err) {
 				continue
