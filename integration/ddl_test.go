@@ -88,6 +88,10 @@ func TestSchemaEvolution(t *testing.T) {
 	}
 	tx := func(stmts ...string) {
 		t.Helper()
+		// The load waits: its row updates and this transaction's ALTER TABLE
+		// would otherwise deadlock in PostgreSQL.
+		loadMu.Lock()
+		defer loadMu.Unlock()
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			for _, s := range stmts {
 				if _, err := tx.Exec(ctx, s); err != nil {
