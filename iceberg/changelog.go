@@ -109,23 +109,8 @@ func (c *changelog) appendImage(sb *array.StructBuilder, t decode.Tuple) error {
 		return nil
 	}
 	sb.Append(true)
-	for _, j := range c.unbound {
-		sb.FieldBuilder(j).AppendNull()
-	}
-	for i, d := range t {
-		if c.childOf[i] < 0 {
-			continue
-		}
-		var text []byte
-		switch d.Kind {
-		case decode.Text:
-			text = d.Data
-		case decode.Unchanged:
-			return &UnchangedToastError{Table: c.name(), Column: c.rel.Columns[i].Name}
-		}
-		if err := appendCell(sb.FieldBuilder(c.childOf[i]), c.rel.Columns[i], text); err != nil {
-			return fmt.Errorf("%s: column %s: %w", c.name(), c.rel.Columns[i].Name, err)
-		}
+	if i, err := appendTuple(sb.FieldBuilder, c.childOf, c.unbound, c.rel, t); err != nil {
+		return fmt.Errorf("%s: column %s: %w", c.name(), c.rel.Columns[i].Name, err)
 	}
 	return nil
 }

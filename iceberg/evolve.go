@@ -209,3 +209,29 @@ func appendCell(b array.Builder, c decode.Column, text []byte) error {
 	}
 	return mapping.Append(b, text)
 }
+
+// appendTuple writes one row image: relation column i into builder(idx[i])
+// (skipped when idx[i] < 0), NULL into every unbound field. An unchanged
+// TOAST value still in the image is an error, never a NULL. On error it
+// returns the index of the column that failed.
+func appendTuple(builder func(int) array.Builder, idx, unbound []int, rel *decode.Relation, t decode.Tuple) (int, error) {
+	for _, j := range unbound {
+		builder(j).AppendNull()
+	}
+	for i, d := range t {
+		if idx[i] < 0 {
+			continue
+		}
+		var text []byte
+		switch d.Kind {
+		case decode.Text:
+			text = d.Data
+		case decode.Unchanged:
+			return i, &UnchangedToastError{Table: rel.QualifiedName(), Column: rel.Columns[i].Name}
+		}
+		if err := appendCell(builder(idx[i]), rel.Columns[i], text); err != nil {
+			return i, err
+		}
+	}
+	return 0, nil
+}

@@ -102,20 +102,8 @@ func (m *mirror) newDataFile() (*fileWriter, error) {
 
 // appendRow writes a full row's values to fw's builders.
 func (m *mirror) appendRow(fw *fileWriter, row decode.Tuple) error {
-	for _, j := range m.unbound {
-		fw.builder(j).AppendNull()
-	}
-	for i, d := range row {
-		if m.colIdx[i] < 0 {
-			continue
-		}
-		var text []byte
-		if d.Kind == decode.Text {
-			text = d.Data
-		}
-		if err := appendCell(fw.builder(m.colIdx[i]), m.rel.Columns[i], text); err != nil {
-			return fmt.Errorf("%s: column %s, key %s: %w", m.name(), m.rel.Columns[i].Name, m.keyText(row), err)
-		}
+	if i, err := appendTuple(fw.builder, m.colIdx, m.unbound, m.rel, row); err != nil {
+		return fmt.Errorf("%s: column %s, key %s: %w", m.name(), m.rel.Columns[i].Name, m.keyText(row), err)
 	}
 	return nil
 }
