@@ -19,6 +19,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	_ "time/tzdata" // zone names of timestamptz rules, the same on every host
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -224,6 +225,9 @@ func runCmd(c *cli.Context) error {
 		FlushRows:     c.Int("flush-rows"),
 		FlushBytes:    c.Int64("flush-bytes"),
 		FlushInterval: c.Duration("flush-interval"),
+		Describe: func(ctx context.Context, rel *decode.Relation, col *decode.Column) error {
+			return replication.DescribeColumn(ctx, conn, rel, col, overrides)
+		},
 	}, log)
 	for _, rel := range rels {
 		if err := addTable(ctx, conn, sink, rel); err != nil {

@@ -196,7 +196,8 @@ func (s *Sink) TakeAdded() map[uint32][]string {
 }
 
 // appendCell decodes one value into b, applying the column's override: with
-// lossy: allow a numeric is rounded to the decimal's scale first.
+// lossy: allow a numeric is rounded to the decimal's scale first; a
+// timestamptz rule reads a timestamp as wall-clock time in its zone.
 func appendCell(b array.Builder, c decode.Column, text []byte) error {
 	if text != nil && c.Override.LossyAllowed() {
 		if d, ok := b.Type().(*arrow.Decimal128Type); ok {
@@ -206,6 +207,9 @@ func appendCell(b array.Builder, c decode.Column, text []byte) error {
 			}
 			text = r
 		}
+	}
+	if loc := c.Override.Location(); loc != nil {
+		return mapping.AppendWallTime(b, text, loc)
 	}
 	return mapping.Append(b, text)
 }

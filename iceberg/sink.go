@@ -35,6 +35,11 @@ type Config struct {
 	FlushRows     int
 	FlushBytes    int64
 	FlushInterval time.Duration
+	// Describe resolves a column that relation messages announce and the
+	// sink has not seen described (added or retyped while streaming): its
+	// Type, TypeName and Override, as preflight sets them. Without it only
+	// built-in types are known, by OID, and no rule applies.
+	Describe func(ctx context.Context, rel *decode.Relation, c *decode.Column) error
 }
 
 // Defaults for Config.
@@ -199,15 +204,22 @@ func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 	// IDENTITY FULL it flags every column as key: keep the catalog's view,
 	// whose key is the primary key the mirror is indexed by.
 	for i := range rel.Columns {
-		rel.Columns[i].Key = false
-		if j := st.rel.ColumnIndex(rel.Columns[i].Name); j >= 0 {
-			rel.Columns[i].NotNull = st.rel.Columns[j].NotNull
-			rel.Columns[i].TypeName = st.rel.Columns[j].TypeName
-			if rel.Columns[i].TypeOID == st.rel.Columns[j].TypeOID && rel.Columns[i].TypeMod == st.rel.Columns[j].TypeMod {
-				rel.Columns[i].Type = st.rel.Columns[j].Type
+		c := &rel.Columns[i]
+		c.Key = false
+		if j := st.rel.ColumnIndex(c.Name); j >= 0 {
+			old := st.rel.Columns[j]
+			c.NotNull, c.Key = old.NotNull, old.Key
+			if c.TypeOID == old.TypeOID && c.TypeMod == old.TypeMod {
+				c.TypeName, c.Type, c.Override = old.TypeName, old.Type, old.Override
+				continue
 			}
-			rel.Columns[i].Override = st.rel.Columns[j].Override
-			rel.Columns[i].Key = st.rel.Columns[j].Key
+		}
+		// Added or retyped: described as preflight describes columns, so
+		// that types beyond the built-in ones and the rules apply to it.
+		if s.cfg.Describe != nil {
+			if err := s.cfg.Describe(ctx, rel, c); err != nil {
+				return err
+			}
 		}
 	}
 	rel.RowFilter = st.rel.RowFilter

@@ -3,6 +3,7 @@ package mapping
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // Microsecond counts.
@@ -213,4 +214,68 @@ func ParseTimestamp(text []byte, withZone bool) (int64, error) {
 		return 0, errTimestampRange
 	}
 	return v, nil
+}
+
+// WallToUTC turns a wall-clock timestamp in loc (microseconds since the
+// epoch as if loc were UTC) into microseconds since the epoch, the way
+// PostgreSQL reads a timestamp in a time zone: a time that does not exist
+// (skipped by a forward jump) takes the UTC offset in force before the
+// jump; an ambiguous one (repeated by a backward jump) the offset after it.
+func WallToUTC(wall int64, loc *time.Location) int64 {
+	const day = 24 * 3600 * usPerSecond
+	type period struct {
+		off        int64 // µs east of UTC
+		start, end int64 // µs; math.MinInt64/MaxInt64 when unbounded
+	}
+	// The zone periods around the wall time, oldest first.
+	var ps []period
+	t := time.UnixMicro(satSub(wall, 2*day)).In(loc)
+	for {
+		_, off := t.Zone()
+		s, e := t.ZoneBounds()
+		p := period{off: int64(off) * usPerSecond, start: math.MinInt64, end: math.MaxInt64}
+		if !s.IsZero() {
+			p.start = s.UnixMicro()
+		}
+		if !e.IsZero() {
+			p.end = e.UnixMicro()
+		}
+		ps = append(ps, p)
+		if p.end == math.MaxInt64 || p.end > satAdd(wall, 2*day) || len(ps) > 8 {
+			break
+		}
+		t = time.UnixMicro(p.end).In(loc)
+	}
+	// The latest period the wall time exists in (the later offset when
+	// ambiguous).
+	for i := len(ps) - 1; i >= 0; i-- {
+		if u := satSub(wall, ps[i].off); u >= ps[i].start && u < ps[i].end {
+			return u
+		}
+	}
+	// In a gap: the offset of the period before the jump, the last one
+	// whose offset puts the time at or after its end.
+	for i := len(ps) - 1; i >= 0; i-- {
+		if u := satSub(wall, ps[i].off); u >= ps[i].end {
+			return u
+		}
+	}
+	return satSub(wall, ps[0].off)
+}
+
+func satAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	if b < 0 && a < math.MinInt64-b {
+		return math.MinInt64
+	}
+	return a + b
+}
+
+func satSub(a, b int64) int64 {
+	if b == math.MinInt64 {
+		return satAdd(a, math.MaxInt64)
+	}
+	return satAdd(a, -b)
 }

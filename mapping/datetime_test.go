@@ -452,3 +452,51 @@ func mulAddFits(a, b, c int64) (int64, bool) {
 	}
 	return p + c, true
 }
+
+func TestWallToUTC(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kolkata, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rome, err := time.LoadLocation("Europe/Rome")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Expected values are PostgreSQL's: SELECT ('<wall>'::timestamp AT TIME ZONE '<zone>') AT TIME ZONE 'UTC'.
+	for _, tc := range []struct {
+		wall string
+		loc  *time.Location
+		want string
+	}{
+		{"2024-01-15 12:00:00", ny, "2024-01-15 17:00:00"},
+		{"2024-07-15 12:00:00.123456", ny, "2024-07-15 16:00:00.123456"},
+		// Skipped by the spring-forward jump: the offset before it (EST).
+		{"2018-03-11 02:30:00", ny, "2018-03-11 07:30:00"},
+		// Repeated by the fall-back jump: the offset after it (EST).
+		{"2018-11-04 01:30:00", ny, "2018-11-04 06:30:00"},
+		{"2018-11-04 00:59:59", ny, "2018-11-04 04:59:59"},
+		{"2018-11-04 02:00:00", ny, "2018-11-04 07:00:00"},
+		{"2024-01-15 12:00:00", kolkata, "2024-01-15 06:30:00"},
+		{"2024-01-15 12:00:00", time.UTC, "2024-01-15 12:00:00"},
+		{"3000-06-01 00:00:00", ny, "3000-06-01 04:00:00"},
+		// Before the zone's first transition: local mean time.
+		{"1800-01-01 00:00:00", ny, "1800-01-01 04:56:02"},
+		{"0044-03-15 12:00:00 BC", rome, "0044-03-15 11:10:04 BC"},
+	} {
+		wall, err := mapping.ParseTimestamp([]byte(tc.wall), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := mapping.ParseTimestamp([]byte(tc.want), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := mapping.WallToUTC(wall, tc.loc); got != want {
+			t.Errorf("WallToUTC(%s, %s) = %s, want %s", tc.wall, tc.loc, time.UnixMicro(got).UTC(), tc.want)
+		}
+	}
+}

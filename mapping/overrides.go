@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"go.yaml.in/yaml/v3"
@@ -19,12 +20,18 @@ import (
 type Override struct {
 	Type   string `yaml:"type"`
 	Column string `yaml:"column"`
-	// To is "string", "decimal(P,S)" or "exclude" (the column is not
-	// written to Iceberg at all).
+	// To is "string", "decimal(P,S)", "timestamptz" (for timestamp
+	// without time zone: the values are wall-clock times in Zone) or
+	// "exclude" (the column is not written to Iceberg at all).
 	To string `yaml:"to"`
 	// Lossy is "fail" (the default: a value that does not fit stops the
 	// bridge, naming table, column and key) or "allow" (round it).
 	Lossy string `yaml:"lossy"`
+	// Zone is the IANA time zone a timestamptz rule reads timestamps in
+	// (default UTC).
+	Zone string `yaml:"zone"`
+
+	loc *time.Location
 }
 
 // Overrides is the rule list of a configuration file.
@@ -51,8 +58,23 @@ func ParseOverrides(data []byte) (*Overrides, error) {
 		if rule.Column != "" && strings.Count(rule.Column, ".") != 2 {
 			errs = append(errs, fmt.Errorf("%s: column %q must be schema.table.column", where, rule.Column))
 		}
-		if _, _, err := rule.target(); err != nil {
+		t, _, err := rule.target()
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+		}
+		if rule.Zone != "" && t != iceberg.PrimitiveTypes.TimestampTz {
+			errs = append(errs, fmt.Errorf("%s: zone applies only to a rule with to: timestamptz", where))
+		}
+		if t == iceberg.PrimitiveTypes.TimestampTz {
+			zone := rule.Zone
+			if zone == "" {
+				zone = "UTC"
+			}
+			loc, err := time.LoadLocation(zone)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: zone %q is not an IANA time zone name such as Europe/Paris or UTC: %w", where, rule.Zone, err))
+			}
+			r.Overrides[i].loc = loc
 		}
 		switch rule.Lossy {
 		case "", "fail", "allow":
@@ -73,6 +95,8 @@ func (r *Override) target() (t iceberg.Type, exclude bool, err error) {
 		return nil, true, nil
 	case to == "string":
 		return iceberg.PrimitiveTypes.String, false, nil
+	case to == "timestamptz":
+		return iceberg.PrimitiveTypes.TimestampTz, false, nil
 	case decimalRE.MatchString(to):
 		m := decimalRE.FindStringSubmatch(to)
 		p, _ := strconv.Atoi(m[1])
@@ -82,7 +106,7 @@ func (r *Override) target() (t iceberg.Type, exclude bool, err error) {
 		}
 		return iceberg.DecimalTypeOf(p, s), false, nil
 	}
-	return nil, false, fmt.Errorf("to: %q; use string, decimal(P,S) or exclude", r.To)
+	return nil, false, fmt.Errorf("to: %q; use string, decimal(P,S), timestamptz or exclude", r.To)
 }
 
 // Excluded reports whether the rule leaves the column out.
@@ -92,6 +116,15 @@ func (r *Override) Excluded() bool {
 	}
 	_, ex, _ := r.target()
 	return ex
+}
+
+// Location is the zone a timestamptz rule reads wall-clock timestamps in;
+// nil for other rules.
+func (r *Override) Location() *time.Location {
+	if r == nil {
+		return nil
+	}
+	return r.loc
 }
 
 // LossyAllowed reports whether values may be rounded to fit.
@@ -133,6 +166,9 @@ func forOverride(table string, c Column, r *Override) (iceberg.Type, error) {
 		default:
 			return nil, fmt.Errorf("%s.%s: a decimal rule applies to numeric and integer columns, not %s", table, c.Name, c.TypeName)
 		}
+	}
+	if t == iceberg.PrimitiveTypes.TimestampTz && c.TypeOID != OIDTimestamp {
+		return nil, fmt.Errorf("%s.%s: a timestamptz rule applies to timestamp without time zone columns, not %s", table, c.Name, c.TypeName)
 	}
 	return t, nil
 }

@@ -3,6 +3,7 @@ package mapping
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseOverrides(t *testing.T) {
@@ -28,6 +29,19 @@ func TestParseOverrides(t *testing.T) {
 	if r := o.Match("public.users", "ssn", "text"); r == nil || !r.Excluded() {
 		t.Errorf("Match(ssn) = %v, want exclude", r)
 	}
+	tz, err := ParseOverrides([]byte("rules:\n  - type: timestamp without time zone\n    to: timestamptz\n    zone: Europe/Paris\n  - column: a.b.c\n    to: timestamptz\n"))
+	if err != nil {
+		t.Fatalf("ParseOverrides(timestamptz) error = %v", err)
+	}
+	if r := tz.Match("s.t", "at", "timestamp(3) without time zone"); r.Location() == nil || r.Location().String() != "Europe/Paris" {
+		t.Errorf("timestamptz rule location = %v, want Europe/Paris", r.Location())
+	}
+	if r := tz.Match("a.b", "c", "timestamp without time zone"); r.Location() != time.UTC {
+		t.Errorf("timestamptz rule without zone: location = %v, want UTC", r.Location())
+	}
+	if _, err := For("s.t", Column{Name: "d", TypeOID: OIDDate, TypeMod: -1, TypeName: "date", Override: tz.Match("s.t", "at", "timestamp without time zone")}); err == nil || !strings.Contains(err.Error(), "applies to timestamp without time zone columns") {
+		t.Errorf("timestamptz rule on a date column: error = %v", err)
+	}
 	if r := o.Match("public.t", "x", "text"); r != nil {
 		t.Errorf("Match(unmatched) = %v, want nil", r)
 	}
@@ -39,6 +53,8 @@ func TestParseOverrides(t *testing.T) {
 		{"rules:\n  - type: numeric\n    to: float\n", "use string"},
 		{"rules:\n  - type: numeric\n    to: string\n    lossy: maybe\n", "lossy"},
 		{"rulez: []\n", "rulez"},
+		{"rules:\n  - type: timestamp without time zone\n    to: timestamptz\n    zone: Mars/Olympus\n", "IANA time zone"},
+		{"rules:\n  - type: numeric\n    to: string\n    zone: UTC\n", "zone applies only"},
 	}
 	for _, tc := range bad {
 		_, err := ParseOverrides([]byte(tc.yaml))

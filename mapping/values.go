@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/big"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -346,4 +347,20 @@ func ParseBinary(text []byte) ([]byte, error) {
 		return nil, fmt.Errorf("neither bytea in hex form (\\x...) nor PostGIS hex EWKB: %w", err)
 	}
 	return b, nil
+}
+
+// AppendWallTime appends a timestamp without time zone, read as wall-clock
+// time in loc, to a timestamptz builder (a timestamptz rule); to any other
+// builder it is Append.
+func AppendWallTime(b array.Builder, text []byte, loc *time.Location) error {
+	tb, ok := b.(*array.TimestampBuilder)
+	if !ok || text == nil || tb.Type().(*arrow.TimestampType).TimeZone == "" {
+		return Append(b, text)
+	}
+	wall, err := ParseTimestamp(text, false)
+	if err != nil {
+		return valueErr(text, tb.Type(), err.Error())
+	}
+	tb.Append(arrow.Timestamp(WallToUTC(wall, loc)))
+	return nil
 }
