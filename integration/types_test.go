@@ -18,8 +18,9 @@ import (
 // The type matrix: one table with a column of every mapped type, filled
 // with ordinary and edge values, copied by the initial copy, then changed
 // through the stream. Every value read back by pyiceberg and iceberg-go
-// must equal PostgreSQL's, compared in the canonical text forms of
-// docs/type-mapping.md ("Canonical text forms").
+// (and by Spark SQL, in types_spark_test.go) must equal PostgreSQL's,
+// compared in the canonical text forms of docs/type-mapping.md
+// ("Canonical text forms").
 
 const typesSetup = `
 CREATE EXTENSION hstore;
@@ -223,11 +224,36 @@ func typeRows(postgis bool) [][]string {
 }
 
 func TestTypeMatrix(t *testing.T) {
+	m := startTypeMatrix(t)
+	waitCaughtUp(t, m.conn, typesSlot, m.b)
+	compareTypeMatrix(t, m.tg, m.conn, m.cols, "after the initial copy")
+	m.stream(t)
+	compareTypeMatrix(t, m.tg, m.conn, m.cols, "after the stream")
+	checkTypeChangelog(t, m.tg, m.conn, m.cols)
+}
+
+const typesSlot = "pg2iceberg_types_pub"
+
+// typeMatrix is one run of the matrix: the source, with types.matrix
+// filled and published, and the bridge copying it into tg.
+type typeMatrix struct {
+	conn  *pgx.Conn
+	tg    target
+	cols  []typeCol
+	names []string // the column names, id first
+	b     *bridge
+}
+
+// startTypeMatrix creates and fills types.matrix and starts run with the
+// extra flags; it returns once the slot (and so the catalog) exists, with
+// the initial copy under way.
+func startTypeMatrix(t *testing.T, flags ...string) *typeMatrix {
+	t.Helper()
 	ctx := context.Background()
 	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
-	conn := pgConn(t, pg)
+	m := &typeMatrix{conn: pgConn(t, pg), tg: localTarget(t)}
 	var postgis bool
-	if err := conn.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_available_extensions WHERE name = 'postgis'").Scan(&postgis); err != nil {
+	if err := m.conn.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_available_extensions WHERE name = 'postgis'").Scan(&postgis); err != nil {
 		t.Fatal(err)
 	}
 	setup := typesSetup
@@ -239,40 +265,43 @@ func TestTypeMatrix(t *testing.T) {
 	if err := pg.Exec(ctx, setup); err != nil {
 		t.Fatal(err)
 	}
-	cols := typeColumns(postgis)
-	if len(cols) < 45 {
-		t.Fatalf("only %d columns", len(cols))
+	m.cols = typeColumns(postgis)
+	if len(m.cols) < 45 {
+		t.Fatalf("only %d columns", len(m.cols))
 	}
-	var decls, names []string
-	for _, c := range cols {
+	var decls []string
+	for _, c := range m.cols {
 		decls = append(decls, c.name+" "+c.decl)
-		names = append(names, c.name)
+		m.names = append(m.names, c.name)
 	}
-	exec1(t, conn, "CREATE TABLE types.matrix ("+strings.Join(decls, ",\n  ")+")")
-	exec1(t, conn, "ALTER TABLE types.matrix REPLICA IDENTITY FULL")
-	exec1(t, conn, "CREATE PUBLICATION types_pub FOR TABLE types.matrix")
+	exec1(t, m.conn, "CREATE TABLE types.matrix ("+strings.Join(decls, ",\n  ")+")")
+	exec1(t, m.conn, "ALTER TABLE types.matrix REPLICA IDENTITY FULL")
+	exec1(t, m.conn, "CREATE PUBLICATION types_pub FOR TABLE types.matrix")
 	for i, vals := range typeRows(postgis) {
 		if vals == nil {
-			exec1(t, conn, fmt.Sprintf("INSERT INTO types.matrix (id) VALUES (%d)", i+1))
+			exec1(t, m.conn, fmt.Sprintf("INSERT INTO types.matrix (id) VALUES (%d)", i+1))
 			continue
 		}
-		if len(vals) != len(cols) {
-			t.Fatalf("row %d has %d values for %d columns", i+1, len(vals), len(cols))
+		if len(vals) != len(m.cols) {
+			t.Fatalf("row %d has %d values for %d columns", i+1, len(vals), len(m.cols))
 		}
-		exec1(t, conn, "INSERT INTO types.matrix ("+strings.Join(names, ", ")+") VALUES ("+strings.Join(vals, ", ")+")")
+		exec1(t, m.conn, "INSERT INTO types.matrix ("+strings.Join(m.names, ", ")+") VALUES ("+strings.Join(vals, ", ")+")")
 	}
+	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "types_pub", "--flush-interval", "1s"}, m.tg.args()...)
+	m.b = startBridge(t, nil, append(args, flags...)...)
+	waitSlot(t, m.conn, typesSlot, m.b)
+	return m
+}
 
-	tg := localTarget(t)
-	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "types_pub", "--flush-interval", "1s"}, tg.args()...)
-	b := startBridge(t, nil, args...)
-	waitSlot(t, conn, "pg2iceberg_types_pub", b)
-	waitCaughtUp(t, conn, "pg2iceberg_types_pub", b)
-	compareTypeMatrix(t, tg, conn, cols, "after the initial copy")
-
-	// Through the stream: inserts of the same edge values, updates of every
-	// column, a key change, a delete, an enum label added later.
+// stream changes the matrix through the stream: inserts of the same edge
+// values, updates of every column, a key change, a delete, an enum label
+// added later. It waits for the bridge to apply them and stops it.
+func (m *typeMatrix) stream(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	conn := m.conn
 	exec1(t, conn, "ALTER TYPE types.mood ADD VALUE 'ecstatic'")
-	others := strings.Join(names[1:], ", ")
+	others := strings.Join(m.names[1:], ", ")
 	copyRow := func(from, to int) string {
 		return fmt.Sprintf("INSERT INTO types.matrix SELECT %d, %s FROM types.matrix WHERE id = %d", to, others, from)
 	}
@@ -299,10 +328,8 @@ func TestTypeMatrix(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitCaughtUp(t, conn, "pg2iceberg_types_pub", b)
-	b.stop(t)
-	compareTypeMatrix(t, tg, conn, cols, "after the stream")
-	checkTypeChangelog(t, tg, conn, cols)
+	waitCaughtUp(t, conn, typesSlot, m.b)
+	m.b.stop(t)
 }
 
 // canonSelect is the select list giving each column's canonical form.
@@ -315,12 +342,15 @@ func canonSelect(cols []typeCol) string {
 	return strings.Join(parts, ",\n  ")
 }
 
-func compareTypeMatrix(t *testing.T, tg target, conn *pgx.Conn, cols []typeCol, when string) {
+// compareTypeMatrix compares the mirror, read by pyiceberg and iceberg-go,
+// with PostgreSQL, and returns PostgreSQL's rows.
+func compareTypeMatrix(t *testing.T, tg target, conn *pgx.Conn, cols []typeCol, when string) []row {
 	t.Helper()
 	want := digestRows(pgRows(t, conn, canonSelect(cols), "types.matrix"))
 	t.Logf("%s: %d rows of %d columns", when, len(want), len(cols))
 	compareRows(t, "pyiceberg", "types.matrix "+when, "id", pyicebergNullLists(t, digestRows(pyicebergRows(t, tg, "types.matrix")), want), want)
 	compareRows(t, "iceberg-go", "types.matrix "+when, "id", digestRows(icegoRows(t, tg, "types.matrix")), want)
+	return want
 }
 
 // listOfStructColumns are the matrix's list<struct> columns (arrays of

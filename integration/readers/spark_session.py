@@ -9,6 +9,10 @@ stdin, one request per line:
     {"op": "sql", "sql": "SELECT ..."}            -> canonical rows
     {"op": "report", "orders": "pg.shop.orders VERSION AS OF 1",
      "customers": "...", "changelog": "..."}      -> the interop report
+    {"op": "dump", "sql": "SELECT ..."}           -> rows in the canonical
+        forms of pyiceberg_dump.py, every type (see dump_rows_of)
+    {"op": "error", "sql": "SELECT ..."}          -> the error Spark raises
+        running it, or null when it runs
 stdout, one answer per request, on a line starting with "@@ ":
     @@ {"ok": true, "result": ...}  or  @@ {"ok": false, "error": "..."}
 A line "@@ {"ready": true}" comes first, once the session is up. Spark
@@ -76,6 +80,30 @@ def rows_of(spark):
     return rows
 
 
+def dump_rows_of(spark):
+    """Rows through Arrow, in pyiceberg_dump.py's canonical forms.
+
+    collect() turns dates and timestamps into Python's date and datetime,
+    which hold neither BC years nor years after 9999, and floats into
+    Python floats, which lose float32's shortest text. Arrow carries Spark's
+    own values: dates as days and timestamps as microseconds since 1970
+    (with the session's zone, UTC, for TIMESTAMP; none for TIMESTAMP_NTZ),
+    float32, decimals with their scale, maps as maps. Spark reads Iceberg's
+    uuid as a string, already in canonical form."""
+    import pyarrow as pa
+    import pyiceberg_dump
+
+    def rows(sql):
+        # pyspark 3.5 has no public DataFrame.toArrow; toPandas uses this.
+        batches = spark.sql(sql)._collect_as_arrow()
+        if not batches:
+            return []
+        table = pa.Table.from_batches(batches)
+        cols = [pyiceberg_dump.convert_array(pa.concat_arrays(table.column(n).chunks), None) for n in table.column_names]
+        return [dict(zip(table.column_names, vals)) for vals in zip(*cols)]
+    return rows
+
+
 def answer(obj):
     sys.stdout.write(MARK + json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
     sys.stdout.flush()
@@ -88,7 +116,7 @@ def main(argv):
     except Exception as e:
         answer({"ready": False, "error": f"{type(e).__name__}: {e}"})
         return 1
-    rows = rows_of(spark)
+    rows, dump = rows_of(spark), dump_rows_of(spark)
     answer({"ready": True})
     for line in sys.stdin:
         if not line.strip():
@@ -97,6 +125,14 @@ def main(argv):
             req = json.loads(line)
             if req["op"] == "sql":
                 result = rows(req["sql"])
+            elif req["op"] == "dump":
+                result = dump(req["sql"])
+            elif req["op"] == "error":
+                try:
+                    spark.sql(req["sql"]).collect()
+                    result = None
+                except Exception as e:
+                    result = f"{type(e).__name__}: {e}"[:4000]
             elif req["op"] == "report":
                 result = interop.sql_report(rows, req["orders"], req["customers"], req["changelog"])
             else:
