@@ -247,9 +247,11 @@ func runCmd(c *cli.Context) error {
 		// Tables whose copy never completed (the bridge stopped during the
 		// initial copy, or they were added to the publication since) are
 		// copied now, each in a snapshot of its own (see SyncTable).
+		// The stream resumes at the slot's confirmed position: chunks an
+		// interrupted copy committed in a snapshot at or after it are kept.
 		_, notDone := sink.CopyState()
 		for _, rel := range notDone {
-			if err := backfillTable(ctx, c, source, conn, rel, sink, nil, log); err != nil {
+			if err := backfillTable(ctx, c, source, conn, rel, sink, nil, info.ConfirmedFlush, log); err != nil {
 				return stoppedOr(ctx, err, log)
 			}
 		}
@@ -293,7 +295,7 @@ func runCmd(c *cli.Context) error {
 				if err := addTable(ctx, conn, sink, full); err != nil {
 					return err
 				}
-				return backfillTable(ctx, c, source, conn, full, sink, keepalive, log)
+				return backfillTable(ctx, c, source, conn, full, sink, keepalive, 0, log)
 			},
 			OnColumnsAdded: func(ctx context.Context, relID uint32, cols []string, keepalive func() error) error {
 				// ADD COLUMN ... DEFAULT gives existing rows a value that no
@@ -311,7 +313,7 @@ func runCmd(c *cli.Context) error {
 					return err
 				}
 				log.Info("column added with a default: copying the table again so existing rows show its value", "table", full.QualifiedName(), "columns", cols)
-				return backfillTable(ctx, c, source, conn, full, sink, keepalive, log)
+				return backfillTable(ctx, c, source, conn, full, sink, keepalive, 0, log)
 			},
 		}, sink, log)
 		var retry interface{ Retryable() bool }
@@ -374,12 +376,15 @@ func stoppedOr(ctx context.Context, err error, log *slog.Logger) error {
 
 // backfillTable copies one table in a snapshot of its own, or with
 // --backfill=skip only marks it copied so that changes from now on apply.
-func backfillTable(ctx context.Context, c *cli.Context, source string, conn *pgx.Conn, rel *decode.Relation, sink *iceberg.Sink, keepalive func() error, log *slog.Logger) error {
+// resumeFrom is where the stream will resume (see CopyConfig.ResumeFrom).
+func backfillTable(ctx context.Context, c *cli.Context, source string, conn *pgx.Conn, rel *decode.Relation, sink *iceberg.Sink, keepalive func() error, resumeFrom decode.LSN, log *slog.Logger) error {
 	if c.String("backfill") == "skip" {
 		log.Info("backfill skipped", "table", rel.QualifiedName())
 		return sink.FinishCopy(ctx, rel.ID, 0)
 	}
-	return replication.SyncTable(ctx, conn, rel, copySink{sink}, copyConfig(c, source, keepalive), log)
+	cfg := copyConfig(c, source, keepalive)
+	cfg.ResumeFrom = resumeFrom
+	return replication.SyncTable(ctx, conn, rel, copySink{sink}, cfg, log)
 }
 
 // copySink adapts the iceberg sink's copy writers to replication's
@@ -388,6 +393,16 @@ type copySink struct{ *iceberg.Sink }
 
 func (c copySink) NewCopyWriter(relID uint32) (replication.RowWriter, error) {
 	return c.Sink.NewCopyWriter(relID)
+}
+
+func (c copySink) BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN) ([][2]int64, int64, error) {
+	r, err := c.Sink.BeginCopy(rel, lsn, resumeFrom)
+	return r.Done, r.Rows, err
+}
+
+func (c copySink) ChunkDone(ctx context.Context, relID uint32, w replication.RowWriter, from, to int64) error {
+	cw, _ := w.(*iceberg.CopyWriter)
+	return c.Sink.ChunkDone(ctx, relID, cw, from, to)
 }
 
 func copyConfig(c *cli.Context, source string, keepalive func() error) replication.CopyConfig {
@@ -497,7 +512,7 @@ func backfillCmd(c *cli.Context) error {
 	if err := addTable(ctx, conn, sink, rel); err != nil {
 		return err
 	}
-	if err := backfillTable(ctx, c, source, conn, rel, sink, nil, log); err != nil {
+	if err := backfillTable(ctx, c, source, conn, rel, sink, nil, 0, log); err != nil {
 		return err
 	}
 	return sink.SaveIndexes()

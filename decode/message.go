@@ -109,6 +109,9 @@ const (
 	Update   Op = 'U'
 	Delete   Op = 'D'
 	Truncate Op = 'T'
+	// Resync is not a pgoutput operation: the changelog row that marks a
+	// table copied again (pg2iceberg backfill --table).
+	Resync Op = 'R'
 )
 
 func (o Op) String() string { return string(rune(o)) }

@@ -140,7 +140,7 @@ func (c *changelog) flush(ctx context.Context, s *Sink) error {
 		}
 		data = append(data, df)
 	}
-	if err := c.commit(ctx, s.cat, data, nil, c.lastEnd, s.cfg.Source.String()); err != nil {
+	if err := c.commit(ctx, s.cat, data, nil, c.lastEnd, s.cfg.Source.String(), nil); err != nil {
 		return err
 	}
 	clear(c.files)

@@ -2,11 +2,17 @@ package iceberg
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"time"
 
+	icego "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/pg2iceberg/pg2iceberg/decode"
 )
 
@@ -14,28 +20,102 @@ import (
 // complete, at the slot's consistent point.
 const PropCopyLSN = "pg2iceberg.copy-lsn"
 
-// BeginCopy deletes whatever the mirror holds (a copy from an earlier slot)
-// in the same commit as the new copy, so rows deleted at the source since
-// do not survive.
+// PropCopyProgress is the snapshot summary property of each chunk commit
+// of a first copy: JSON {"lsn": the LSN the copy was first taken at,
+// "done": the heap page ranges [from, to) committed so far, to 0 meaning
+// to the end of the table}. A restart reads it from the current snapshot
+// to copy only the rest (see BeginCopy).
+const PropCopyProgress = "pg2iceberg.copy-progress"
+
+// PropChangelogFrom is the mirror table property a resumed copy sets: the
+// changelog records changes from this LSN on (see FinishCopy).
+const PropChangelogFrom = "pg2iceberg.changelog-from"
+
+// copyFileTarget is the size at which a copy worker starts a new data file.
+const copyFileTarget = 256 << 20
+
+// copyProgress is PropCopyProgress.
+type copyProgress struct {
+	LSN  decode.LSN `json:"lsn"`
+	Done [][2]int64 `json:"done"`
+}
+
+// copyRun is the state of one table's copy in progress.
+type copyRun struct {
+	// chunked: a first copy, committed chunk by chunk so that a restart
+	// continues it. A copy that replaces a complete mirror (resync) is
+	// committed in one snapshot instead.
+	chunked bool
+	// upsert: the copy continues chunks an earlier run committed from
+	// another snapshot; a copied row replaces a live row of the same key
+	// (the row moved between chunks since).
+	upsert   bool
+	progress copyProgress
+	mu       sync.Mutex // serialises chunk commits
+}
+
+// CopyResume is what BeginCopy found of an interrupted first copy.
+type CopyResume struct {
+	Done [][2]int64 // heap page ranges already committed
+	Rows int64      // rows they hold
+}
+
+// BeginCopy starts a table's copy, taken in a snapshot at lsn; rel is the
+// table as the copy reads it (the mirror's writers are bound to its
+// columns, so copied values land in their columns even when the table
+// changed since the last relation message).
 //
-// rel is the table as the copy reads it: the mirror's writers are bound to
-// its columns, so copied values land in their columns even when the table
-// changed since the last relation message.
-func (s *Sink) BeginCopy(rel *decode.Relation) error {
+// A first copy (the mirror has no complete copy) is committed chunk by
+// chunk. When an earlier run committed chunks of it, taken at an LSN at or
+// after resumeFrom (where the stream will resume, so every change after
+// those chunks is replayed over them), those chunks are kept and returned:
+// the caller copies only the rest. Otherwise whatever the mirror holds (a
+// copy from an earlier slot) is deleted by the copy's first commit, so rows
+// deleted at the source since do not survive.
+func (s *Sink) BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN) (CopyResume, error) {
 	st, ok := s.tables[rel.ID]
 	if !ok || st.mirror == nil {
-		return nil
+		return CopyResume{}, nil
 	}
-	st.mirror.rel = rel
-	if err := st.mirror.bind(); err != nil {
-		return err
+	m := st.mirror
+	m.rel = rel
+	if err := m.bind(); err != nil {
+		return CopyResume{}, err
 	}
-	if st.mirror.index.len() == 0 {
-		return nil
+	run := &copyRun{progress: copyProgress{LSN: lsn}}
+	s.copyMu.Lock()
+	s.runs[rel.ID] = run
+	s.copyMu.Unlock()
+	if _, complete := m.tbl.Properties()[PropCopyLSN]; !complete {
+		run.chunked = true
+		if p, ok := readCopyProgress(m.tbl); ok && resumeFrom != 0 && p.LSN >= resumeFrom && len(p.Done) > 0 {
+			run.progress, run.upsert = p, true
+			s.log.Info("copy resumed: chunks committed before the restart are kept", "table", m.name(),
+				"chunks_done", len(p.Done), "rows", m.index.len(), "first_copied_at", p.LSN)
+			return CopyResume{Done: p.Done, Rows: int64(m.index.len())}, nil
+		}
 	}
-	s.log.Warn("mirror already holds rows: the new copy replaces them", "table", st.mirror.name(), "rows", st.mirror.index.len())
-	st.mirror.truncate()
-	return nil
+	if m.index.len() > 0 {
+		s.log.Warn("mirror already holds rows: the new copy replaces them", "table", m.name(), "rows", m.index.len())
+		m.truncate()
+	}
+	return CopyResume{}, nil
+}
+
+func readCopyProgress(tbl *table.Table) (copyProgress, bool) {
+	snap := tbl.CurrentSnapshot()
+	if snap == nil || snap.Summary == nil {
+		return copyProgress{}, false
+	}
+	v, ok := snap.Summary.Properties[PropCopyProgress]
+	if !ok {
+		return copyProgress{}, false
+	}
+	var p copyProgress
+	if err := json.Unmarshal([]byte(v), &p); err != nil {
+		return copyProgress{}, false
+	}
+	return p, true
 }
 
 // CopyLSN returns the LSN a mirror's initial copy was taken at.
@@ -59,14 +139,23 @@ func (s *Sink) copyLSN(st *sourceTable) (decode.LSN, bool) {
 	return lsn, err == nil
 }
 
-// CopyWriter writes rows of a table's copy into a Parquet file of its own.
+// CopyWriter writes rows of a table's copy into Parquet files of its own.
 // Several CopyWriters of one table may run in parallel goroutines; each is
-// used by one goroutine. FinishCopy adds their files and keys to the mirror.
+// used by one goroutine. ChunkDone and FinishCopy add their files and keys
+// to the mirror.
 type CopyWriter struct {
 	m      *mirror // read only while copying
 	fw     *fileWriter
 	keys   []string // key of the row at each position of fw
+	closed []copiedFile
 	keyBuf []byte
+}
+
+// copiedFile is a closed data file of a copy, not yet committed.
+type copiedFile struct {
+	path string
+	df   icego.DataFile
+	keys []string
 }
 
 // NewCopyWriter returns a writer for a worker copying rows of relID, or nil
@@ -102,11 +191,100 @@ func (w *CopyWriter) Row(row decode.Tuple) error {
 		return err
 	}
 	w.keys = append(w.keys, k)
-	return w.fw.rowDone()
+	if err := w.fw.rowDone(); err != nil {
+		return err
+	}
+	if w.fw.bytes() >= copyFileTarget {
+		return w.closeFile()
+	}
+	return nil
 }
 
-// FinishCopy commits a table's copied rows with the watermark lsn and marks
-// the copy complete. Until the mark is set the copy counts as not done.
+// closeFile closes the open data file, if any.
+func (w *CopyWriter) closeFile() error {
+	if w == nil || w.fw == nil {
+		return nil
+	}
+	df, err := w.fw.close()
+	if err != nil {
+		return err
+	}
+	w.closed = append(w.closed, copiedFile{path: w.fw.path, df: df, keys: w.keys})
+	w.fw, w.keys = nil, nil
+	return nil
+}
+
+// take adds the writer's closed files to the mirror's pending commit and
+// their rows to the key index. With upsert a row replaces a live row of
+// its key; otherwise a key seen twice is an error.
+func (w *CopyWriter) take(upsert bool) (int, error) {
+	m, rows := w.m, 0
+	for _, f := range w.closed {
+		id := int32(len(m.files))
+		m.files = append(m.files, f.path)
+		m.closed = append(m.closed, f.df)
+		for pos, k := range f.keys {
+			if upsert {
+				m.deleteKey(k)
+			} else if _, dup := m.index.get(k); dup {
+				return rows, fmt.Errorf("%s: key %q copied twice", m.name(), k)
+			}
+			m.index.set(k, loc{file: id, pos: int64(pos)})
+		}
+		rows += len(f.keys)
+	}
+	m.changes += rows
+	w.closed = nil
+	return rows, nil
+}
+
+// ChunkDone is called when w has written every row of the heap pages
+// [from, to) (to 0: to the end). A first copy commits them now, with the
+// chunk recorded in the snapshot summary (PropCopyProgress), so a restart
+// does not copy them again; a resync keeps them for FinishCopy.
+func (s *Sink) ChunkDone(ctx context.Context, relID uint32, w *CopyWriter, from, to int64) error {
+	s.copyMu.Lock()
+	run := s.runs[relID]
+	s.copyMu.Unlock()
+	if w == nil || run == nil || !run.chunked {
+		return nil
+	}
+	if err := w.closeFile(); err != nil {
+		return err
+	}
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	m := w.m
+	rows, err := w.take(run.upsert)
+	if err != nil {
+		return err
+	}
+	run.progress.Done = append(run.progress.Done, [2]int64{from, to})
+	p, err := json.Marshal(run.progress)
+	if err != nil {
+		return err
+	}
+	m.summary = icego.Properties{PropCopyProgress: string(p)}
+	m.lastEnd = m.watermark // a chunk says nothing about the stream
+	m.changes++             // commit the progress even for an empty chunk
+	if err := m.flush(ctx, s); err != nil {
+		return err
+	}
+	s.log.Info("copy chunk committed", "table", m.name(), "pages_from", from, "pages_to", to, "rows", rows, "chunks_done", len(run.progress.Done))
+	crashPoint("copy-chunk")
+	return nil
+}
+
+// FinishCopy commits a table's copied rows not committed yet and marks the
+// copy complete, with the watermark lsn (the snapshot the copy was taken
+// in). Until the mark is set the copy counts as not done.
+//
+// A resumed copy holds chunks taken at an earlier LSN: its mark and the
+// mirror's watermark are that LSN, so the stream replays every change since
+// over them (a replayed change is an upsert or delete by key, so rows the
+// later snapshot already has converge), and the changelog starts at lsn,
+// where the copy is consistent. A resync of a table that had a complete
+// copy writes an R row (resync at lsn) into its changelog.
 func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) error {
 	st, ok := s.tables[relID]
 	if !ok || st.mirror == nil {
@@ -116,33 +294,32 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 	s.copyMu.Lock()
 	writers := s.copying[relID]
 	delete(s.copying, relID)
+	run := s.runs[relID]
+	delete(s.runs, relID)
 	s.copyMu.Unlock()
+	upsert := run != nil && run.upsert
 	for _, w := range writers {
-		if w.fw == nil {
-			continue
-		}
-		df, err := w.fw.close()
-		if err != nil {
+		if err := w.closeFile(); err != nil {
 			return err
 		}
-		id := int32(len(m.files))
-		m.files = append(m.files, w.fw.path)
-		m.closed = append(m.closed, df)
-		for pos, k := range w.keys {
-			if _, dup := m.index.get(k); dup {
-				return fmt.Errorf("%s: key %q copied twice", m.name(), k)
-			}
-			m.index.set(k, loc{file: id, pos: int64(pos)})
+		if _, err := w.take(upsert); err != nil {
+			return err
 		}
-		m.changes += len(w.keys)
 	}
-	m.lastEnd = lsn
+	mirrorLSN := lsn
+	props := map[string]string{}
+	if upsert {
+		mirrorLSN = run.progress.LSN
+		props[PropChangelogFrom] = strconv.FormatUint(uint64(lsn), 10)
+	}
+	props[PropCopyLSN] = strconv.FormatUint(uint64(mirrorLSN), 10)
+	m.lastEnd = mirrorLSN
 	if err := m.flush(ctx, s); err != nil {
 		return err
 	}
 	_, recopy := m.tbl.Properties()[PropCopyLSN]
 	txn := m.tbl.NewTransaction()
-	if err := txn.SetProperties(map[string]string{PropCopyLSN: strconv.FormatUint(uint64(lsn), 10)}); err != nil {
+	if err := txn.SetProperties(props); err != nil {
 		return fmt.Errorf("mark copy of %s complete: %w", m.name(), err)
 	}
 	tbl, err := txn.Commit(ctx)
@@ -153,15 +330,38 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 		return err
 	}
 	crashPoint("copy-done")
-	if m.watermark < lsn {
-		m.watermark = lsn
+	if m.watermark < mirrorLSN {
+		m.watermark = mirrorLSN
 	}
-	if c := st.changelog; c != nil && c.watermark < lsn && !recopy {
-		// A new table: its stream starts after lsn. A table copied again
-		// (resync) keeps recording every change in its changelog.
-		c.watermark = lsn
+	c := st.changelog
+	switch {
+	case c == nil:
+	case !recopy:
+		// A new table: its changelog starts where the copy is consistent.
+		c.watermark = max(c.watermark, lsn)
+	default:
+		// A table copied again keeps recording every change; the R row says
+		// where the mirror was replaced.
+		return s.recordResync(ctx, st, lsn)
 	}
 	return nil
+}
+
+// recordResync appends a resync row (op R, lsn, no images) to a table's
+// changelog: committed at once between transactions, else with the open
+// transaction.
+func (s *Sink) recordResync(ctx context.Context, st *sourceTable, lsn decode.LSN) error {
+	c := st.changelog
+	s.seq++
+	if err := c.append(decode.Resync, txInfo{commitLSN: lsn, commitTS: time.Now()}, s.seq, nil, nil); err != nil {
+		return err
+	}
+	if s.txOpen {
+		s.touched[st] = true
+		return nil
+	}
+	c.lastEnd = c.watermark // the stream's position is unchanged
+	return c.flush(ctx, s)
 }
 
 // CopyState says which mirrors have a complete initial copy.
@@ -194,4 +394,13 @@ func (s *Sink) DropTables(ctx context.Context) error {
 		delete(s.tables, id)
 	}
 	return nil
+}
+
+// mirrorProps returns the table properties of a source table's mirror
+// (nil without a mirror).
+func mirrorProps(st *sourceTable) icego.Properties {
+	if st.mirror == nil {
+		return nil
+	}
+	return st.mirror.tbl.Properties()
 }

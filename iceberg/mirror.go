@@ -36,6 +36,7 @@ type mirror struct {
 	deletes   []posDelete      // this flush's deletes
 	changes   int              // rows changed in this flush
 	lastEnd   decode.LSN       // end LSN of the last transaction in this flush
+	summary   icego.Properties // extra snapshot summary properties of this flush's commit
 	keyBuf    []byte
 }
 
@@ -231,6 +232,7 @@ func (m *mirror) closeFiles() error {
 // flush closes this flush's files and commits them in one snapshot.
 func (m *mirror) flush(ctx context.Context, s *Sink) error {
 	if m.changes == 0 {
+		m.summary = nil
 		return nil
 	}
 	data := m.closed
@@ -256,9 +258,9 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 		dels = append(dels, df)
 	}
 	crashPoint("before-commit")
-	if err := m.commit(ctx, s.cat, data, dels, m.lastEnd, s.cfg.Source.String()); err != nil {
+	if err := m.commit(ctx, s.cat, data, dels, m.lastEnd, s.cfg.Source.String(), m.summary); err != nil {
 		return err
 	}
-	m.pending, m.closed, m.deletes, m.changes = nil, nil, m.deletes[:0], 0
+	m.pending, m.closed, m.deletes, m.changes, m.summary = nil, nil, m.deletes[:0], 0, nil
 	return nil
 }

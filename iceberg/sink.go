@@ -90,8 +90,9 @@ type Sink struct {
 
 	added map[uint32][]string // columns added by evolution, see TakeAdded
 
-	copyMu  sync.Mutex               // guards copying
+	copyMu  sync.Mutex               // guards copying and runs
 	copying map[uint32][]*CopyWriter // writers of copies in progress, by table
+	runs    map[uint32]*copyRun      // copies in progress, by table
 }
 
 // Stats are the sink's counters, readable from any goroutine.
@@ -120,7 +121,7 @@ func (s *Sink) publishStatus() {
 
 // NewSink returns a Sink writing through cat.
 func NewSink(cat catalog.Catalog, cfg Config, log *slog.Logger) *Sink {
-	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter), added: make(map[uint32][]string)}
+	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter), runs: make(map[uint32]*copyRun), added: make(map[uint32][]string)}
 }
 
 // Identifiers returns the mirror and changelog identifiers of a source table.
@@ -179,6 +180,13 @@ func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 	// it). Not for the changelog, which records every change it is sent.
 	if lsn, ok := s.copyLSN(st); ok {
 		st.mirror.watermark = max(st.mirror.watermark, lsn)
+	}
+	// A resumed copy is consistent only from where its last part was taken:
+	// the changelog starts there (see FinishCopy).
+	if v, ok := mirrorProps(st)[PropChangelogFrom]; ok && st.changelog != nil {
+		if lsn, err := parseLSNProp(v); err == nil {
+			st.changelog.watermark = max(st.changelog.watermark, lsn)
+		}
 	}
 	s.tables[rel.ID] = st
 	s.publishStatus()

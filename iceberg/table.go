@@ -169,9 +169,9 @@ func parseLSNProp(v string) (decode.LSN, error) {
 }
 
 // commit commits data and delete files in one snapshot whose summary carries
-// the watermark lsn. It handles the three outcomes of a commit: committed;
+// the watermark lsn (and the extra properties, may be nil). It handles the three outcomes of a commit: committed;
 // conflict (reload and retry); unknown (reload, look for our commit id).
-func (t *icebergTable) commit(ctx context.Context, cat catalog.Catalog, data, deletes []icego.DataFile, lsn decode.LSN, source string) error {
+func (t *icebergTable) commit(ctx context.Context, cat catalog.Catalog, data, deletes []icego.DataFile, lsn decode.LSN, source string, extra icego.Properties) error {
 	if len(data) == 0 && len(deletes) == 0 {
 		return nil
 	}
@@ -181,6 +181,7 @@ func (t *icebergTable) commit(ctx context.Context, cat catalog.Catalog, data, de
 		PropSource:   source,
 		PropCommitID: commitID,
 	}
+	maps.Copy(props, extra)
 	var lastErr error
 	for attempt := 0; attempt < 4; attempt++ {
 		txn := t.tbl.NewTransaction()

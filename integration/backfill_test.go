@@ -20,9 +20,11 @@ import (
 )
 
 // A 5,000,000-row table is backfilled by parallel workers while a write
-// load updates and deletes its rows; the bridge is killed with SIGKILL in
-// the middle of the copy and restarted; afterwards the mirror equals
-// Postgres row for row (compared by an ordered digest of every row).
+// load updates and deletes its rows; the bridge is killed with SIGKILL
+// after the copy committed its first chunk and restarted: it copies only
+// the chunks not committed (in a new snapshot, the stream replaying every
+// change since the first), and afterwards the mirror equals Postgres row
+// for row (compared by an ordered digest of every row).
 func TestBackfillUnderLoadWithKill(t *testing.T) {
 	const rows = 5_000_000
 	ctx := context.Background()
@@ -53,18 +55,19 @@ func TestBackfillUnderLoadWithKill(t *testing.T) {
 
 	b := startBridge(t, nil, args...)
 	deadline := time.Now().Add(3 * time.Minute)
-	// Kill a second into the copy of big: progress lines come every 5 s
-	// and the copy can be done sooner, so they cannot be the signal.
-	for !strings.Contains(b.log(), `msg="copy started" table=public.big`) {
+	// Kill once the copy of big has committed its first chunk.
+	for !strings.Contains(b.log(), `msg="copy chunk committed" table=public.big`) {
 		if time.Now().After(deadline) || !b.running() {
-			t.Fatalf("the copy of big did not start; log:\n%s", tail(b.log(), 20))
+			t.Fatalf("the copy of big committed no chunk; log:\n%s", tail(b.log(), 20))
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(time.Second)
 	_ = b.cmd.Process.Kill() // SIGKILL halfway through the copy
 	b.exited(t, time.Minute)
-	t.Logf("killed during the copy: %s", lastLine(b.log(), "copy"))
+	if strings.Contains(b.log(), `msg="copy finished" table=public.big`) {
+		t.Fatalf("the copy of big finished before the kill; log:\n%s", tail(b.log(), 20))
+	}
+	t.Logf("killed during the copy: %s", lastLine(b.log(), "copy chunk committed"))
 
 	b = startBridge(t, nil, args...)
 	waitSlot(t, conn, "pg2iceberg_bf_pub", b)
@@ -90,7 +93,14 @@ func TestBackfillUnderLoadWithKill(t *testing.T) {
 	if !strings.Contains(b.log(), `msg="copy finished" table=public.big`) {
 		t.Fatalf("the restarted bridge did not finish copying big; log:\n%s", tail(b.log(), 20))
 	}
-	t.Logf("restart: %s", lastLine(b.log(), "copy finished"))
+	// The restart kept the committed chunks: it copied only the rest.
+	resumed := lastLine(b.log(), `msg="copy resumed`)
+	finished := lastLine(b.log(), `msg="copy finished" table=public.big`)
+	t.Logf("restart: %s\n%s", resumed, finished)
+	var copied int64
+	if _, err := fmt.Sscanf(finished[strings.Index(finished, "rows_copied="):], "rows_copied=%d", &copied); err != nil || !strings.Contains(resumed, "table=public.big") || copied <= 0 || copied >= rows {
+		t.Errorf("the restart did not resume the copy of big (copied %d of %d rows again)", copied, rows)
+	}
 
 	var wantCount int64
 	var wantDigest string

@@ -1,12 +1,16 @@
 package integration
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
 
 // pg2iceberg backfill --table re-copies one table while the bridge is
 // stopped; the next run continues streaming on top of it, exactly once.
+// The changelog keeps its history, records the resync as one R row, and
+// still gets the changes made while the bridge was stopped.
 func TestBackfillCommand(t *testing.T) {
 	pg, conn := startSource(t, shopSchema)
 	tg := localTarget(t)
@@ -34,4 +38,19 @@ func TestBackfillCommand(t *testing.T) {
 	waitCaughtUp(t, conn, "pg2iceberg_shop_pub", b)
 	b.stop(t)
 	compareRows(t, "pyiceberg", ord, "id", pyicebergRows(t, tg, ord), pgRows(t, conn, ordersSelect, ord))
+
+	ops := map[string]int{}
+	for _, c := range pyicebergRows(t, tg, ord+"__changelog") {
+		ops[fmt.Sprint(c["op"])]++
+		if c["op"] == "R" && (c["before"] != nil || c["after"] != nil) {
+			t.Errorf("resync row with images: %v", c)
+		}
+	}
+	var deleted int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM generate_series(1, 500) g WHERE g % 50 = 0`).Scan(&deleted); err != nil {
+		t.Fatal(err)
+	}
+	if ops["R"] != 1 || ops["D"] != deleted || ops["U"] < 100+deleted {
+		t.Errorf("changelog ops %v: want one R (the resync), %d D (deletes while stopped) and the updates", ops, deleted)
+	}
 }

@@ -2,10 +2,12 @@ package replication
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,10 +27,16 @@ type RowWriter interface {
 // CopySink receives the rows of a copy. NewCopyWriter is called from the
 // copying goroutine; each writer is then used by one worker goroutine.
 type CopySink interface {
-	// BeginCopy starts a table's copy: rows already in its mirror (from an
-	// earlier slot) are deleted by the copy's commit.
-	BeginCopy(rel *decode.Relation) error
+	// BeginCopy starts a table's copy taken in a snapshot at lsn. It returns
+	// the heap page ranges ([from, to), to 0 meaning to the end) an earlier,
+	// interrupted copy already committed, which are not copied again, and
+	// the rows they hold. resumeFrom is where the stream will resume (0: no
+	// resume possible).
+	BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN) (done [][2]int64, rows int64, err error)
 	NewCopyWriter(relID uint32) (RowWriter, error)
+	// ChunkDone is called by a worker when w has written every row of the
+	// chunk [from, to).
+	ChunkDone(ctx context.Context, relID uint32, w RowWriter, from, to int64) error
 	FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) error
 }
 
@@ -46,10 +54,18 @@ type CopyConfig struct {
 	// OnProgress, when set, is told each table's copied rows and the
 	// estimated total (for status and metrics); safe to call concurrently.
 	OnProgress func(table string, rows, estimate int64)
+	// ResumeFrom is where the main stream resumes when this copy is done:
+	// chunks an interrupted copy committed in a snapshot at or after it are
+	// kept. 0: every copy starts over.
+	ResumeFrom decode.LSN
 }
 
-// chunkPages is the smallest chunk: 2,048 pages (16 MiB of heap).
-const chunkPages = 2048
+// Chunk sizes: at least 2,048 pages (16 MiB of heap), at most 65,536
+// (512 MiB), which a restart may have to copy again per worker.
+const (
+	chunkPages    = 2048
+	maxChunkPages = 65536
+)
 
 // CopyTables copies every table inside the exported snapshot and marks each
 // complete at the slot's consistent point. Each table is split into ctid
@@ -95,10 +111,11 @@ func CopyTables(ctx context.Context, conn *pgx.Conn, slot NewSlot, rels []*decod
 		return cfg.Keepalive()
 	}
 	for _, rel := range rels {
-		if err := sink.BeginCopy(rel); err != nil {
+		done, rows, err := sink.BeginCopy(rel, slot.ConsistentPoint, cfg.ResumeFrom)
+		if err != nil {
 			return err
 		}
-		if err := copyTable(ctx, txs, rel, sink, cfg, keepalive, log); err != nil {
+		if err := copyTable(ctx, txs, rel, sink, cfg, done, rows, keepalive, log); err != nil {
 			return err
 		}
 		if err := sink.FinishCopy(ctx, rel.ID, slot.ConsistentPoint); err != nil {
@@ -118,20 +135,46 @@ func CopyTables(ctx context.Context, conn *pgx.Conn, slot NewSlot, rels []*decod
 // chunk is a range of heap pages [from, to); to == 0 means to the end.
 type chunk struct{ from, to int64 }
 
-func planChunks(pages int64, workers int) []chunk {
-	size := max(pages/int64(workers*4), chunkPages)
+// planChunks splits the heap pages not in done into chunks for workers;
+// the table may have grown since pages was read, so the chunk that reaches
+// the end is open.
+func planChunks(pages int64, workers int, done [][2]int64) []chunk {
+	size := min(max(pages/int64(workers*4), chunkPages), maxChunkPages)
 	var out []chunk
-	for from := int64(0); from < pages; from += size {
-		out = append(out, chunk{from, from + size})
+	for _, gap := range remaining(done) {
+		end := gap.to
+		if end == 0 {
+			end = max(pages, gap.from+1)
+		}
+		for from := gap.from; from < end; from += size {
+			out = append(out, chunk{from, min(from+size, end)})
+		}
+		if gap.to == 0 {
+			out[len(out)-1].to = 0
+		}
 	}
-	if len(out) == 0 {
-		return []chunk{{0, 0}}
-	}
-	out[len(out)-1].to = 0 // the last chunk is open: the table may have grown
 	return out
 }
 
-func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink CopySink, cfg CopyConfig, keepalive func() error, log *slog.Logger) error {
+// remaining is the complement of done in [0, end of table).
+func remaining(done [][2]int64) []chunk {
+	sorted := slices.Clone(done)
+	slices.SortFunc(sorted, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	var out []chunk
+	at := int64(0)
+	for _, d := range sorted {
+		if d[0] > at {
+			out = append(out, chunk{at, d[0]})
+		}
+		if d[1] == 0 {
+			return out // done to the end
+		}
+		at = max(at, d[1])
+	}
+	return append(out, chunk{at, 0})
+}
+
+func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink CopySink, cfg CopyConfig, done [][2]int64, doneRows int64, keepalive func() error, log *slog.Logger) error {
 	var estimate float64
 	var pages int64
 	if err := txs[0].QueryRow(ctx, "SELECT GREATEST(reltuples, 0), pg_relation_size($1::oid) / current_setting('block_size')::int FROM pg_class WHERE oid = $1", rel.ID).Scan(&estimate, &pages); err != nil {
@@ -145,9 +188,10 @@ func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Cop
 	if rel.RowFilter != "" {
 		base += " AND (" + rel.RowFilter + ")"
 	}
-	chunks := planChunks(pages, len(txs))
-	p := &copyProgress{rel: rel, log: log, estimate: int64(estimate), start: time.Now(), last: time.Now(), cfg: cfg}
-	log.Info("copy started", "table", rel.QualifiedName(), "estimated_rows", p.estimate, "chunks", len(chunks), "workers", min(len(txs), len(chunks)))
+	chunks := planChunks(pages, len(txs), done)
+	p := &copyProgress{rel: rel, log: log, estimate: int64(estimate), start: time.Now(), last: time.Now(), cfg: cfg, before: doneRows}
+	p.rows.Store(doneRows)
+	log.Info("copy started", "table", rel.QualifiedName(), "estimated_rows", p.estimate, "chunks", len(chunks), "chunks_kept", len(done), "rows_kept", doneRows, "workers", min(len(txs), len(chunks)))
 
 	work := make(chan chunk) // closed by the feeder below
 	g, gctx := errgroup.WithContext(ctx)
@@ -186,6 +230,9 @@ func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Cop
 				if err := p.add(cw.pending, keepalive); err != nil {
 					return err
 				}
+				if err := sink.ChunkDone(gctx, rel.ID, w, c.from, c.to); err != nil {
+					return err
+				}
 			}
 			return nil
 		})
@@ -194,8 +241,9 @@ func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Cop
 		return err
 	}
 	p.done()
-	log.Info("copy finished", "table", rel.QualifiedName(), "rows", p.rows.Load(), "elapsed", time.Since(p.start).Round(time.Millisecond),
-		"rows_per_s", int64(float64(p.rows.Load())/max(time.Since(p.start).Seconds(), 0.001)))
+	copied := p.rows.Load() - doneRows
+	log.Info("copy finished", "table", rel.QualifiedName(), "rows", p.rows.Load(), "rows_copied", copied, "elapsed", time.Since(p.start).Round(time.Millisecond),
+		"rows_per_s", int64(float64(copied)/max(time.Since(p.start).Seconds(), 0.001)))
 	return nil
 }
 
@@ -206,7 +254,8 @@ type copyProgress struct {
 	log      *slog.Logger
 	estimate int64
 	start    time.Time
-	rows     atomic.Int64
+	rows     atomic.Int64 // including before
+	before   int64        // rows committed by an earlier run (resumed copy)
 	cfg      CopyConfig
 	mu       sync.Mutex // guards last and writes to cfg.Terminal
 	last     time.Time
@@ -237,7 +286,7 @@ func (p *copyProgress) add(n int64, keepalive func() error) error {
 		return keepalive()
 	}
 	elapsed := time.Since(p.start).Seconds()
-	rate := float64(rows) / elapsed
+	rate := float64(rows-p.before) / elapsed
 	attrs := []any{"table", p.rel.QualifiedName(), "rows", rows, "rows_per_s", int64(rate)}
 	if p.estimate > 0 {
 		attrs = append(attrs, "percent", fmt.Sprintf("%.1f", min(100*float64(rows)/float64(p.estimate), 100)))
@@ -252,7 +301,7 @@ func (p *copyProgress) add(n int64, keepalive func() error) error {
 // bar redraws the table's progress bar in place. Call with p.mu held.
 func (p *copyProgress) bar(rows int64) {
 	const width = 30
-	rate := float64(rows) / max(time.Since(p.start).Seconds(), 0.001)
+	rate := float64(rows-p.before) / max(time.Since(p.start).Seconds(), 0.001)
 	frac, eta := 0.0, "?"
 	if p.estimate > 0 {
 		frac = min(float64(rows)/float64(p.estimate), 1)
