@@ -107,10 +107,7 @@ func (e *env) freshnessOn(ctx context.Context, targetName string) (freshnessRun,
 	}()
 
 	logf("freshness on %s: %d rows/s in %d-row transactions for %s, default flush settings", targetName, e.cfg.freshnessRate, e.cfg.freshnessTxnRows, e.cfg.freshnessDuration)
-	profile := ""
-	if e.cfg.pprofDir != "" {
-		profile = e.cfg.pprofDir + "/" + e.date + "-freshness-" + targetName
-	}
+	profile := e.profile("freshness-" + targetName)
 	b, err := e.startBridge(t, pub, false, profile)
 	if err != nil {
 		return freshnessRun{}, err

@@ -14,6 +14,10 @@
 //     slot's confirmed_flush_lsn past the workload), to a local warehouse
 //     and to S3.
 //
+// The backfill workloads measure the initial copy instead: a filled table,
+// copied by psql with COPY (FORMAT binary) and (FORMAT text) to /dev/null,
+// and by the bridge on a new slot, from its start to the copy's commit.
+//
 // A freshness run then measures the delay from a PostgreSQL commit to its
 // visibility in Iceberg (the mirror's watermark, read from the catalog)
 // under a steady load with the default flush settings.
@@ -59,6 +63,8 @@ type config struct {
 	deletes         int
 	bigTxnRows      int
 	wideRows        int
+	backfillRows    int
+	backfillWide    int
 
 	freshness         bool
 	freshnessDuration time.Duration
@@ -66,7 +72,7 @@ type config struct {
 	freshnessTxnRows  int
 }
 
-var allWorkloads = []string{"insert", "update", "delete", "bigtxn", "wide"}
+var allWorkloads = []string{"insert", "update", "delete", "bigtxn", "wide", "backfill", "backfill-wide"}
 
 func parseFlags() config {
 	var c config
@@ -89,6 +95,8 @@ func parseFlags() config {
 	flag.IntVar(&c.deletes, "deletes", 1_000_000, "delete-heavy: rows deleted (random order, at most the table size)")
 	flag.IntVar(&c.bigTxnRows, "bigtxn-rows", 2_000_000, "one-transaction: rows inserted in one transaction")
 	flag.IntVar(&c.wideRows, "wide-rows", 500_000, "wide table (40 columns): rows inserted")
+	flag.IntVar(&c.backfillRows, "backfill-rows", 5_000_000, "backfill: rows in the 4-column table copied")
+	flag.IntVar(&c.backfillWide, "backfill-wide-rows", 500_000, "backfill-wide: rows in the 40-column table copied")
 	flag.BoolVar(&c.freshness, "freshness", true, "run the freshness measurement")
 	flag.DurationVar(&c.freshnessDuration, "freshness-duration", 90*time.Second, "freshness: how long the steady load runs per target")
 	flag.IntVar(&c.freshnessRate, "freshness-rate", 5000, "freshness: rows per second of the steady load")
@@ -106,6 +114,8 @@ func parseFlags() config {
 			"deletes":            func() { c.deletes = 100_000 },
 			"bigtxn-rows":        func() { c.bigTxnRows = 500_000 },
 			"wide-rows":          func() { c.wideRows = 50_000 },
+			"backfill-rows":      func() { c.backfillRows = 500_000 },
+			"backfill-wide-rows": func() { c.backfillWide = 50_000 },
 			"freshness-duration": func() { c.freshnessDuration = 25 * time.Second },
 		}
 		for name, apply := range quick {
@@ -148,6 +158,9 @@ func (c config) validate() error {
 	}
 	if c.txnRows <= 0 || c.freshnessTxnRows <= 0 || c.freshnessRate <= 0 {
 		problems = append(problems, "-txn-rows, -freshness-txn-rows and -freshness-rate must be positive")
+	}
+	if c.backfillRows <= 0 || c.backfillWide <= 0 {
+		problems = append(problems, "-backfill-rows and -backfill-wide-rows must be positive")
 	}
 	if c.deletes > c.deleteTableRows {
 		problems = append(problems, "-deletes must not exceed -delete-table-rows")
@@ -275,12 +288,25 @@ func run(ctx context.Context, cfg config) error {
 	logf("machine: %s", e.machine)
 
 	var results []*workloadResult
+	var backfills []*backfillResult
 	for _, name := range cfg.workloads {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		w := e.workload(name)
 		logf("workload %s: %s", w.name, w.description)
+		if w.backfill {
+			res, err := e.runBackfill(ctx, w)
+			if err != nil {
+				return fmt.Errorf("workload %s: %w", name, err)
+			}
+			backfills = append(backfills, res)
+			printBackfill(os.Stdout, res)
+			if err := e.writeJSON(res.Workload.Name, res); err != nil {
+				return err
+			}
+			continue
+		}
 		res, err := e.runWorkload(ctx, w)
 		if err != nil {
 			return fmt.Errorf("workload %s: %w", name, err)
@@ -300,7 +326,7 @@ func run(ctx context.Context, cfg config) error {
 			return err
 		}
 	}
-	printSummary(os.Stdout, e, results, fresh)
+	printSummary(os.Stdout, e, results, backfills, fresh)
 	return nil
 }
 

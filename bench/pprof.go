@@ -129,3 +129,12 @@ func buildProfilingBridge(ctx context.Context, tmp string) (string, error) {
 	}
 	return out, nil
 }
+
+// profile is the profile path prefix of one measured bridge run, or ""
+// without -pprof.
+func (e *env) profile(run string) string {
+	if e.cfg.pprofDir == "" {
+		return ""
+	}
+	return e.cfg.pprofDir + "/" + e.date + "-" + run
+}

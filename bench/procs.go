@@ -50,6 +50,24 @@ func procCPU(pid int) (float64, error) {
 	return (ut + st) / clockTick, nil
 }
 
+// procHWM returns a process's peak resident set size so far (VmHWM), MiB.
+func procHWM(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse VmHWM of %d: %w", pid, err)
+			}
+			return kb / 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
+
 // cpuTimes is the machine's busy and total CPU time from /proc/stat.
 type cpuTimes struct{ busy, total float64 }
 
@@ -143,6 +161,79 @@ func (w *walsenderCPU) seconds() float64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.last
+}
+
+// backendsCPU samples the CPU time of every server process (backend or
+// walsender) of application_name app that started after the watch began,
+// until stop is called. A process that exits loses at most its last sample
+// interval.
+type backendsCPU struct {
+	mu   sync.Mutex      // guards last
+	last map[int]float64 // pid → its last CPU sample
+	stop chan struct{}   // closed by seconds
+	done chan struct{}   // closed by the sampling goroutine when it returns
+}
+
+func (e *env) watchBackends(ctx context.Context, app string) *backendsCPU {
+	w := &backendsCPU{last: map[int]float64{}, stop: make(chan struct{}), done: make(chan struct{})}
+	since := time.Now()
+	go func() {
+		defer close(w.done)
+		conn, err := e.pg.Conn(ctx, benchDB)
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			if i%5 == 0 { // look for new processes every 100ms
+				rows, err := conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND backend_start >= $2", app, since)
+				if err == nil {
+					pids, _ := pgx.CollectRows(rows, pgx.RowTo[int32])
+					w.mu.Lock()
+					for _, p := range pids {
+						if _, ok := w.last[int(p)]; !ok {
+							w.last[int(p)] = 0
+						}
+					}
+					w.mu.Unlock()
+				}
+			}
+			w.mu.Lock()
+			for pid := range w.last {
+				if c, err := procCPU(pid); err == nil {
+					w.last[pid] = c
+				}
+			}
+			w.mu.Unlock()
+			select {
+			case <-w.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+// seconds stops sampling and returns the processes' CPU seconds, summed.
+func (w *backendsCPU) seconds() (cpu float64, procs int) {
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for pid := range w.last {
+		if c, err := procCPU(pid); err == nil {
+			w.last[pid] = c
+		}
+	}
+	for _, c := range w.last {
+		cpu += c
+	}
+	return cpu, len(w.last)
 }
 
 // slotConfirmed returns a slot's confirmed_flush_lsn.
@@ -242,6 +333,7 @@ type bridge struct {
 	streaming   chan struct{} // closed at the "streaming" log line
 	streamingAt time.Time     // set before streaming is closed
 	streamCPU   float64       // the process's CPU seconds at that line
+	streamHWM   float64       // and its peak RSS so far (VmHWM), MiB
 	exited      chan struct{} // closed when the process has exited
 	waitErr     error         // valid once exited is closed
 	exitedAt    time.Time
@@ -250,9 +342,27 @@ type bridge struct {
 	flushes      int
 	flushElapsed time.Duration
 	tail         []string
+	marks        map[string]logMark // first line of each log message
 }
 
-var flushElapsedRE = regexp.MustCompile(`msg="batch committed".* elapsed=(\S+)`)
+// logMark is the first line of one log message and when the bench read it.
+type logMark struct {
+	at   time.Time
+	line string
+}
+
+var (
+	flushElapsedRE = regexp.MustCompile(`msg="batch committed".* elapsed=(\S+)`)
+	logMsgRE       = regexp.MustCompile(` msg=("(?:[^"\\]|\\.)*"|\S+)`)
+)
+
+// mark returns the first line of log message msg, if the bridge logged it.
+func (b *bridge) mark(msg string) (logMark, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m, ok := b.marks[msg]
+	return m, ok
+}
 
 // startBridge starts the bridge on t for publication pub. With metrics it
 // serves /metrics on a free port; profile names a CPU profile to write
@@ -325,13 +435,27 @@ func (b *bridge) readLog(r io.Reader, w io.Writer) {
 	for sc.Scan() {
 		line := sc.Text()
 		fmt.Fprintln(w, line)
+		now := time.Now()
 		if !streaming && strings.Contains(line, " msg=streaming ") {
-			b.streamingAt = time.Now()
+			b.streamingAt = now
 			b.streamCPU, _ = procCPU(b.cmd.Process.Pid)
+			b.streamHWM, _ = procHWM(b.cmd.Process.Pid)
 			streaming = true
 			close(b.streaming)
 		}
 		b.mu.Lock()
+		if m := logMsgRE.FindStringSubmatch(line); m != nil {
+			msg := m[1]
+			if u, err := strconv.Unquote(msg); err == nil {
+				msg = u
+			}
+			if _, ok := b.marks[msg]; !ok {
+				if b.marks == nil {
+					b.marks = map[string]logMark{}
+				}
+				b.marks[msg] = logMark{at: now, line: line}
+			}
+		}
 		if m := flushElapsedRE.FindStringSubmatch(line); m != nil {
 			b.flushes++
 			if d, err := time.ParseDuration(m[1]); err == nil {

@@ -181,8 +181,9 @@ type barCheck struct {
 var ratioBars = map[string]float64{"insert": 0.9, "update": 0.7, "delete": 0.7, "bigtxn": 0.8}
 
 const (
-	rssBar       = 512.0 // MiB
-	insertCPUBar = 10.0  // CPU s per million inserted rows
+	rssBar           = 512.0 // MiB
+	insertCPUBar     = 10.0  // CPU s per million inserted rows
+	backfillRatioBar = 0.6   // backfill rows/s ÷ COPY (FORMAT binary) rows/s
 )
 
 func workloadBars(r *workloadResult) []barCheck {
@@ -194,6 +195,19 @@ func workloadBars(r *workloadResult) []barCheck {
 		if r.Workload.Name == "insert" {
 			v := b.CPUSecondsPerMillionWithStartup
 			out = append(out, barCheck{Bar: fmt.Sprintf("insert: bridge CPU <= %.0f s per million rows (rusage, start-up included)", insertCPUBar), Target: b.Target, Value: v, Pass: v <= insertCPUBar})
+		}
+		out = append(out, barCheck{Bar: fmt.Sprintf("%s: peak RSS <= %.0f MiB", r.Workload.Name, rssBar), Target: b.Target, Value: b.PeakRSSMiB, Pass: b.PeakRSSMiB <= rssBar})
+	}
+	return out
+}
+
+// backfillBars applies the backfill bar to the 4-column table (the wide
+// one has none) and the RSS bar to both.
+func backfillBars(r *backfillResult) []barCheck {
+	var out []barCheck
+	for _, b := range r.Bridge {
+		if r.Workload.Name == "backfill" {
+			out = append(out, barCheck{Bar: fmt.Sprintf("backfill: rows/s to COPY (FORMAT binary) >= %.1f", backfillRatioBar), Target: b.Target, Value: b.RatioToBinary, Pass: b.RatioToBinary >= backfillRatioBar})
 		}
 		out = append(out, barCheck{Bar: fmt.Sprintf("%s: peak RSS <= %.0f MiB", r.Workload.Name, rssBar), Target: b.Target, Value: b.PeakRSSMiB, Pass: b.PeakRSSMiB <= rssBar})
 	}
@@ -258,7 +272,7 @@ func printWorkload(out io.Writer, r *workloadResult) {
 	fmt.Fprintln(out)
 }
 
-func printSummary(out io.Writer, e *env, results []*workloadResult, fresh *freshnessResult) {
+func printSummary(out io.Writer, e *env, results []*workloadResult, backfills []*backfillResult, fresh *freshnessResult) {
 	fmt.Fprintf(out, "\n== pg2iceberg bench (%s run, %s)\n", e.mode(), e.date)
 	fmt.Fprintf(out, "machine: %s\n", e.machine)
 	rev := e.build.Revision + " (checked-out commit; the working tree may differ), sha256 " + e.build.SHA256[:min(12, len(e.build.SHA256))]
@@ -270,20 +284,30 @@ func printSummary(out io.Writer, e *env, results []*workloadResult, fresh *fresh
 	if len(e.build.ExtraEnv)+len(e.build.ExtraArgs) > 0 {
 		fmt.Fprintf(out, "bridge changed for an experiment: env %v, args %v\n", e.build.ExtraEnv, e.build.ExtraArgs)
 	}
-	fmt.Fprintf(out, "rows/s of the bridge: from its \"streaming\" log line to its exit after the last commit; ratio: to the faster pg_recvlogical run. CPU s/M rows: without start-up (with it, from rusage).\n\n")
-	tw := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, tableHeader)
-	for _, r := range results {
-		writeWorkloadRows(tw, r)
-	}
-	tw.Flush()
 	var bars []barCheck
-	for _, r := range results {
-		bars = append(bars, r.Bars...)
+	if len(results) > 0 {
+		fmt.Fprintf(out, "\nrows/s of the bridge: from its \"streaming\" log line to its exit after the last commit; ratio: to the faster pg_recvlogical run. CPU s/M rows: without start-up (with it, from rusage).\n\n")
+		tw := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, tableHeader)
+		for _, r := range results {
+			writeWorkloadRows(tw, r)
+			bars = append(bars, r.Bars...)
+		}
+		tw.Flush()
+	}
+	if len(backfills) > 0 {
+		fmt.Fprintf(out, "\ninitial copy: psql COPY <table> TO STDOUT to /dev/null, twice per format, against the bridge on a new slot from its start to the copy's commit; ratios to the faster COPY of each format. CPU s/M rows: the consumer's (psql, or the bridge until the commit); server: the backends serving it.\n\n")
+		tw := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, backfillHeader)
+		for _, r := range backfills {
+			writeBackfillRows(tw, r)
+			bars = append(bars, r.Bars...)
+		}
+		tw.Flush()
 	}
 	if fresh != nil {
 		fmt.Fprintf(out, "\nfreshness (commit to visible in the catalog, %s poll), default flush settings:\n", freshPoll)
-		tw = tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
+		tw := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "target\trows/s\ttransactions\tp50 s\tp90 s\tp99 s\tmax s\tsnapshots\tCPU s/M rows\tpeak RSS MiB")
 		for _, f := range fresh.Runs {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t%.2f\t%.0f\n", f.Target, thousands(f.RowsPerSec), f.Transactions, f.P50, f.P90, f.P99, f.Max, f.Snapshots, f.CPUSecondsPerMRow, f.PeakRSSMiB)
@@ -291,8 +315,8 @@ func printSummary(out io.Writer, e *env, results []*workloadResult, fresh *fresh
 		tw.Flush()
 		bars = append(bars, fresh.Bars...)
 	}
-	fmt.Fprintln(out, "\nbars (issue 7):")
-	tw = tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(out, "\nbars:")
+	tw := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
 	for _, b := range bars {
 		verdict := "PASS"
 		if !b.Pass {

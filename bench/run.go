@@ -214,10 +214,7 @@ func (e *env) timeBridge(ctx context.Context, conn *pgx.Conn, t bridgeTarget, pu
 	if err != nil {
 		return bridgeRun{}, err
 	}
-	profile := ""
-	if e.cfg.pprofDir != "" {
-		profile = e.cfg.pprofDir + "/" + e.date + "-" + w.name + "-" + t.name
-	}
+	profile := e.profile(w.name + "-" + t.name)
 	logf("bridge %s: catching up", t.name)
 	cpu0 := machineCPU()
 	ws := e.watchWalsender(ctx, "pg2iceberg")

@@ -111,7 +111,7 @@ func summaryInt(props map[string]string, key string) int64 {
 
 // diffWarehouse fills r's file and snapshot figures with what the run
 // added, and checks each table's watermark against the workload's last
-// transaction.
+// transaction (lastPre; 0 checks nothing).
 func (e *env) diffWarehouse(r *bridgeRun, before, after *warehouseState, lastPre pglogrepl.LSN) {
 	for path, size := range after.files {
 		if _, ok := before.files[path]; !ok {
@@ -140,7 +140,7 @@ func (e *env) diffWarehouse(r *bridgeRun, before, after *warehouseState, lastPre
 		}
 		if lsn, _, err := iceberg.Watermark(tbl, ""); err == nil {
 			ts.Watermark = lsn.String()
-			if lsn <= lastPre {
+			if lastPre != 0 && lsn <= lastPre {
 				logf("warning: %s watermark %s does not cover the workload's last transaction (before %s)", name, lsn, lastPre)
 			}
 		}

@@ -15,10 +15,14 @@ import (
 // the slots exist, and the transactions every consumer then reads.
 type workload struct {
 	name        string
+	id          string // name as an SQL identifier: in table, publication and slot names
 	description string
 	table       string // schema-qualified, in database bench
 	columns     int
 	prefill     int // rows in the table before the slots are created
+	// backfill: the workload is the initial copy of the prefill (see
+	// runBackfill); gen is nil.
+	backfill bool
 	// ddl creates the table; fill inserts rows lo..hi ($1, $2).
 	ddl  string
 	fill string
@@ -94,7 +98,8 @@ SELECT ` + strings.Join(exprs, ", ") + ` FROM generate_series($1::bigint, $2::bi
 
 func (e *env) workload(name string) *workload {
 	c := e.cfg
-	w := &workload{name: name, table: "bench.w_" + name, columns: 4, ddl: narrowColumns}
+	id := strings.ReplaceAll(name, "-", "_")
+	w := &workload{name: name, id: id, table: "bench.w_" + id, columns: 4, ddl: narrowColumns}
 	w.fill = narrowFill(w.table)
 	switch name {
 	case "insert":
@@ -128,6 +133,13 @@ func (e *env) workload(name string) *workload {
 		w.gen = func(ctx context.Context, conn *pgx.Conn) (int64, int, pglogrepl.LSN, error) {
 			return insertRange(ctx, conn, w.fill, 1, c.wideRows, c.txnRows)
 		}
+	case "backfill":
+		w.backfill, w.prefill = true, c.backfillRows
+		w.description = fmt.Sprintf("initial copy of a %d-row table, 4 columns, against COPY (FORMAT binary) to /dev/null", c.backfillRows)
+	case "backfill-wide":
+		w.backfill, w.prefill, w.columns = true, c.backfillWide, 40
+		w.ddl, w.fill = wideSQL(w.table)
+		w.description = fmt.Sprintf("initial copy of a %d-row table, 40 columns (the wide table), against COPY (FORMAT binary) to /dev/null", c.backfillWide)
 	}
 	return w
 }
