@@ -228,6 +228,7 @@ func runCmd(c *cli.Context) error {
 		Describe: func(ctx context.Context, rel *decode.Relation, col *decode.Column) error {
 			return replication.DescribeColumn(ctx, conn, rel, col, overrides)
 		},
+		Rules: overrides,
 	}, log)
 	for _, rel := range rels {
 		if err := addTable(ctx, conn, sink, rel); err != nil {
@@ -297,22 +298,23 @@ func runCmd(c *cli.Context) error {
 				}
 				return backfillTable(ctx, c, source, conn, full, sink, keepalive, 0, log)
 			},
-			OnColumnsAdded: func(ctx context.Context, relID uint32, cols []string, keepalive func() error) error {
+			OnColumnsAdded: func(ctx context.Context, relID uint32, cols decode.NewColumns, keepalive func() error) error {
 				// ADD COLUMN ... DEFAULT gives existing rows a value that no
-				// change event carries: copy the table again to pick it up.
+				// change event carries, and a type change kept as a new column
+				// converted every row: copy the table again to pick them up.
 				var withDefault int
 				if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_attribute WHERE attrelid = $1 AND attname = ANY($2)
-					AND NOT attisdropped AND (atthasmissing OR atthasdef)`, relID, cols).Scan(&withDefault); err != nil {
+					AND NOT attisdropped AND (atthasmissing OR atthasdef)`, relID, cols.Added).Scan(&withDefault); err != nil {
 					return fmt.Errorf("check defaults of added columns: %w", err)
 				}
-				if withDefault == 0 {
+				if withDefault == 0 && len(cols.Retyped) == 0 {
 					return nil
 				}
 				full, err := replication.LookupTable(ctx, conn, pub, relID, overrides)
 				if err != nil {
 					return err
 				}
-				log.Info("column added with a default: copying the table again so existing rows show its value", "table", full.QualifiedName(), "columns", cols)
+				log.Info("column added with a default or retyped: copying the table again so existing rows show their values", "table", full.QualifiedName(), "added", cols.Added, "retyped", cols.Retyped)
 				return backfillTable(ctx, c, source, conn, full, sink, keepalive, 0, log)
 			},
 		}, sink, log)

@@ -73,6 +73,14 @@ type Relation struct {
 	RowFilter string
 }
 
+// NewColumns are the columns schema evolution gave a table in one step:
+// their existing rows may hold values no change event carries (an ADD
+// COLUMN's default, a retyped column's converted values).
+type NewColumns struct {
+	Added   []string // added columns
+	Retyped []string // columns retyped under the new-column policy
+}
+
 // QualifiedName is schema.name.
 func (r *Relation) QualifiedName() string { return r.Schema + "." + r.Name }
 

@@ -24,19 +24,25 @@ type Kind int
 const (
 	Drop Kind = iota
 	Promote
+	// Retype keeps the old field under the name As and adds a new field of
+	// the new type under the column's name (the new-column policy).
+	Retype
 	Add
 )
 
 func (k Kind) String() string {
-	return [...]string{"drop column", "promote type", "add column"}[k]
+	return [...]string{"drop column", "promote type", "new column for type change", "add column"}[k]
 }
 
 // Update is one schema update.
 type Update struct {
 	Kind Kind
 	Name string
-	// Type is the new type (Add, Promote); From the old one (Promote, Drop).
+	// Type is the new type (Add, Promote, Retype); From the old one
+	// (Promote, Drop, Retype).
 	Type, From icego.Type
+	// As is the name the old field takes (Retype).
+	As string
 }
 
 func (u Update) String() string {
@@ -45,8 +51,32 @@ func (u Update) String() string {
 		return fmt.Sprintf("add column %s %s", u.Name, u.Type)
 	case Promote:
 		return fmt.Sprintf("promote %s from %s to %s", u.Name, u.From, u.Type)
+	case Retype:
+		return fmt.Sprintf("keep %s %s as %s, add %s %s", u.Name, u.From, u.As, u.Name, u.Type)
 	}
 	return fmt.Sprintf("drop column %s", u.Name)
+}
+
+// Policy is what Diff does with a type change Iceberg cannot promote.
+type Policy int
+
+const (
+	// Fail returns an IncompatibleTypeError (the default).
+	Fail Policy = iota
+	// NewColumn keeps the old field under a suffixed name (see RetypedName)
+	// and adds a new field under the column's name.
+	NewColumn
+)
+
+// RetypedName is the name the old field of a column retyped under the
+// new-column policy takes: name__v2, or the first of __v3, __v4, ... that
+// no column has.
+func RetypedName(name string, taken func(string) bool) string {
+	for n := 2; ; n++ {
+		if as := fmt.Sprintf("%s__v%d", name, n); !taken(as) {
+			return as
+		}
+	}
 }
 
 // IncompatibleTypeError is a type change Iceberg cannot apply as a
@@ -57,7 +87,7 @@ type IncompatibleTypeError struct {
 }
 
 func (e *IncompatibleTypeError) Error() string {
-	return fmt.Sprintf("%s: column %s changed type from %s to %s, which Iceberg cannot promote (it allows int to long, float to double, and widening a decimal's precision); nothing was written for this change: revert the type change, or drop the Iceberg tables and copy the table again", e.Table, e.Column, e.From, e.To)
+	return fmt.Sprintf("%s: column %s changed type from %s to %s, which Iceberg cannot promote (it allows int to long, float to double, and widening a decimal's precision); nothing was written for this change. Options: revert the type change; or add to the --config file\n  tables:\n    - table: %s\n      type_change: new-column\nand start the bridge again: the old field is kept as %s__v2 and a new field takes the name (the table is copied again for the new values)", e.Table, e.Column, e.From, e.To, e.Table, e.Column)
 }
 
 // AmbiguousChangeError is a relation that lost some columns and gained
@@ -82,9 +112,10 @@ func (e *KeyChangeError) Error() string {
 }
 
 // Diff returns the updates that turn the current schema's columns into the
-// source's next columns: drops first, then promotions, then adds in source
-// order. Column order changes are not updates (columns map by name).
-func Diff(table string, current, next []Column) ([]Update, error) {
+// source's next columns: drops first, then promotions, then retypes, then
+// adds in source order. Column order changes are not updates (columns map by
+// name). policy says what a type change Iceberg cannot promote does.
+func Diff(table string, current, next []Column, policy Policy) ([]Update, error) {
 	cur := make(map[string]Column, len(current))
 	for _, c := range current {
 		cur[c.Name] = c
@@ -93,7 +124,7 @@ func Diff(table string, current, next []Column) ([]Update, error) {
 	for _, c := range next {
 		nxt[c.Name] = c
 	}
-	var drops, promotes, adds []Update
+	var drops, promotes, retypes, adds []Update
 	var dropped, added []string
 	for _, c := range current {
 		if _, ok := nxt[c.Name]; ok {
@@ -118,18 +149,27 @@ func Diff(table string, current, next []Column) ([]Update, error) {
 		if mapping.SameType(c.Type, n.Type) {
 			continue
 		}
-		if !Promotable(c.Type, n.Type) {
-			return nil, &IncompatibleTypeError{Table: table, Column: n.Name, From: c.Type, To: n.Type}
-		}
 		if c.Key {
 			return nil, &KeyChangeError{Table: table, Column: n.Name, Reason: fmt.Sprintf("changed type from %s to %s", c.Type, n.Type)}
+		}
+		if !Promotable(c.Type, n.Type) {
+			if policy != NewColumn {
+				return nil, &IncompatibleTypeError{Table: table, Column: n.Name, From: c.Type, To: n.Type}
+			}
+			as := RetypedName(n.Name, func(name string) bool {
+				_, inCur := cur[name]
+				_, inNext := nxt[name]
+				return inCur || inNext || slices.ContainsFunc(retypes, func(u Update) bool { return u.As == name })
+			})
+			retypes = append(retypes, Update{Kind: Retype, Name: n.Name, From: c.Type, Type: n.Type, As: as})
+			continue
 		}
 		promotes = append(promotes, Update{Kind: Promote, Name: n.Name, From: c.Type, Type: n.Type})
 	}
 	if len(dropped) > 0 && len(added) > 0 {
 		return nil, &AmbiguousChangeError{Table: table, Dropped: dropped, Added: added}
 	}
-	return slices.Concat(drops, promotes, adds), nil
+	return slices.Concat(drops, promotes, retypes, adds), nil
 }
 
 // Promotable reports whether Iceberg can change a column from one type to

@@ -47,10 +47,11 @@ func TestDiff(t *testing.T) {
 		{"rename looks like drop and add", cols(id, Column{Name: "a", Type: str}), cols(id, Column{Name: "b", Type: str}), nil, &AmbiguousChangeError{}},
 		{"key dropped", cols(id, Column{Name: "a", Type: str}), cols(Column{Name: "a", Type: str}), nil, &KeyChangeError{}},
 		{"key promoted", cols(id), cols(Column{Name: "id", Type: i64, Key: true}), nil, &KeyChangeError{}},
+		{"key retyped", cols(id), cols(Column{Name: "id", Type: str, Key: true}), nil, &KeyChangeError{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Diff("s.t", tt.cur, tt.next)
+			got, err := Diff("s.t", tt.cur, tt.next, Fail)
 			if tt.wantErr != nil {
 				target := reflect.New(reflect.TypeOf(tt.wantErr)).Interface()
 				if !errors.As(err, target) {
@@ -82,4 +83,39 @@ func sameType(a, b icego.Type) bool {
 		return a == nil && b == nil
 	}
 	return a.Equals(b)
+}
+
+// Under the new-column policy a type change Iceberg cannot promote keeps
+// the old field under a free suffixed name and adds a new one; promotions,
+// key changes and ambiguity are as under Fail.
+func TestDiffNewColumn(t *testing.T) {
+	id := Column{Name: "id", Type: i32, Key: true}
+	tests := []struct {
+		name      string
+		cur, next []Column
+		want      []Update
+		wantErr   bool
+	}{
+		{"text to int", cols(id, Column{Name: "n", Type: str}), cols(id, Column{Name: "n", Type: i32}),
+			[]Update{{Kind: Retype, Name: "n", From: str, Type: i32, As: "n__v2"}}, false},
+		{"suffix taken", cols(id, Column{Name: "n", Type: str}, Column{Name: "n__v2", Type: str}), cols(id, Column{Name: "n", Type: i32}, Column{Name: "n__v2", Type: str}),
+			[]Update{{Kind: Retype, Name: "n", From: str, Type: i32, As: "n__v3"}}, false},
+		{"promotion stays a promotion", cols(id, Column{Name: "n", Type: i32}), cols(id, Column{Name: "n", Type: i64}),
+			[]Update{{Kind: Promote, Name: "n", From: i32, Type: i64}}, false},
+		{"drop, promote, retype, add in order", cols(id, Column{Name: "a", Type: str}, Column{Name: "n", Type: i32}, Column{Name: "d", Type: date}),
+			cols(id, Column{Name: "n", Type: i64}, Column{Name: "d", Type: str}),
+			[]Update{{Kind: Drop, Name: "a", From: str}, {Kind: Promote, Name: "n", From: i32, Type: i64}, {Kind: Retype, Name: "d", From: date, Type: str, As: "d__v2"}}, false},
+		{"key retyped", cols(id), cols(Column{Name: "id", Type: str, Key: true}), nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Diff("s.t", tt.cur, tt.next, NewColumn)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Diff() error = %v, want error %v", err, tt.wantErr)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("Diff() = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }

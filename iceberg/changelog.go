@@ -51,7 +51,7 @@ func (c *changelog) bind() error {
 	st := asc.Field(c.idx[6]).Type.(*arrow.StructType)
 	ice, _ := sc.FindFieldByName(colAfter)
 	c.childOf, c.unbound, err = bindFields(c.name(), c.rel, st.Fields(), ice.Type.(*icego.StructType).FieldList)
-	return err
+	return c.lenientBind(err)
 }
 
 // txInfo is what the changelog records of the source transaction.
@@ -104,6 +104,9 @@ func (c *changelog) append(op decode.Op, tx txInfo, seq int64, before, after dec
 }
 
 func (c *changelog) appendImage(sb *array.StructBuilder, t decode.Tuple) error {
+	if c.bindErr != nil {
+		return c.bindErr
+	}
 	if t == nil {
 		sb.AppendNull()
 		return nil

@@ -82,6 +82,9 @@ func (s *Sink) BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN) (Copy
 	if err := m.bind(); err != nil {
 		return CopyResume{}, err
 	}
+	if m.bindErr != nil {
+		return CopyResume{}, m.bindErr
+	}
 	run := &copyRun{progress: copyProgress{LSN: lsn}}
 	s.copyMu.Lock()
 	s.runs[rel.ID] = run

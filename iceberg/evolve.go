@@ -2,7 +2,9 @@ package iceberg
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -67,8 +69,11 @@ func fieldColumns(fields []icego.NestedField, sc *icego.Schema) []evolution.Colu
 // bindFields maps relation columns onto Arrow fields by name: idx[i] is the
 // field of relation column i (-1: not in the table, the value is not
 // written), and unbound lists the fields no column fills (written as NULL).
-// A column's source type must equal or promote to its field's type.
+// A column's source type must equal or promote to its field's type; when
+// one does not, the binding is still returned (that column unbound) with an
+// *evolution.IncompatibleTypeError (see icebergTable.bindErr).
 func bindFields(table string, rel *decode.Relation, fields []arrow.Field, iceFields []icego.NestedField) (idx, unbound []int, err error) {
+	var incompatible *evolution.IncompatibleTypeError
 	cols, err := relColumns(rel)
 	if err != nil {
 		return nil, nil, err
@@ -93,7 +98,11 @@ func bindFields(table string, rel *decode.Relation, fields []arrow.Field, iceFie
 			continue
 		}
 		if !evolution.Promotable(c.Type, iceFields[j].Type) {
-			return nil, nil, &evolution.IncompatibleTypeError{Table: table, Column: c.Name, From: iceFields[j].Type, To: c.Type}
+			if incompatible == nil {
+				incompatible = &evolution.IncompatibleTypeError{Table: table, Column: c.Name, From: iceFields[j].Type, To: c.Type}
+			}
+			idx[i] = -1
+			continue
 		}
 		idx[i], used[j] = j, true
 	}
@@ -105,7 +114,24 @@ func bindFields(table string, rel *decode.Relation, fields []arrow.Field, iceFie
 			unbound = append(unbound, j)
 		}
 	}
+	if incompatible != nil {
+		return idx, unbound, incompatible
+	}
 	return idx, unbound, nil
+}
+
+// lenientBind keeps an incompatible column's error in t.bindErr instead of
+// returning it. At start the catalog can be ahead of the stream (a type
+// changed after the last commit): the stream's relation message evolves
+// the schema before any row is written, and writing first is an error.
+func (t *icebergTable) lenientBind(err error) error {
+	var inc *evolution.IncompatibleTypeError
+	if errors.As(err, &inc) {
+		t.bindErr = err
+		return nil
+	}
+	t.bindErr = nil
+	return err
 }
 
 // schemaLSN reads a table's PropSchemaLSN (0 when unset).
@@ -120,7 +146,7 @@ func schemaLSN(tbl *table.Table) decode.LSN {
 // evolve brings the table's schema to the relation's shape. changelog says
 // the columns live in the before/after structs. It returns the updates
 // applied (none when the schema already fits).
-func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changelog bool, lsn decode.LSN) ([]evolution.Update, error) {
+func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changelog bool, lsn decode.LSN, policy evolution.Policy) ([]evolution.Update, error) {
 	sc := t.tbl.Schema()
 	fields := sc.Fields()
 	if changelog {
@@ -144,16 +170,16 @@ func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changel
 	} else {
 		current = fieldColumns(fields, sc)
 	}
-	updates, err := evolution.Diff(rel.QualifiedName(), current, included(next))
+	updates, err := evolution.Diff(rel.QualifiedName(), current, included(next), policy)
 	if err != nil || len(updates) == 0 {
 		return nil, err
 	}
 	txn := t.tbl.NewTransaction()
-	us := txn.UpdateSchema(true, false)
 	parents := [][]string{nil}
 	if changelog {
 		parents = [][]string{{colBefore}, {colAfter}}
 	}
+	us := txn.UpdateSchema(true, false)
 	for _, u := range updates {
 		for _, p := range parents {
 			path := append(append([]string(nil), p...), u.Name)
@@ -162,6 +188,10 @@ func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changel
 				us = us.DeleteColumn(path)
 			case evolution.Promote:
 				us = us.UpdateColumn(path, table.ColumnUpdate{FieldType: icego.Optional[icego.Type]{Valid: true, Val: u.Type}})
+			case evolution.Retype:
+				// RenameColumn's op appends to its path's backing array
+				// (iceberg-go 0.7): each call gets a slice of its own.
+				us = us.RenameColumn(slices.Clone(path), u.As).AddColumn(slices.Clone(path), u.Type, "", false, nil)
 			case evolution.Add:
 				us = us.AddColumn(path, u.Type, "", false, nil)
 			}
@@ -183,15 +213,16 @@ func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changel
 	return updates, nil
 }
 
-// TakeAdded returns (and forgets) the columns schema evolution added since
-// the last call, by table: the caller checks whether existing rows have
-// values for them (a default) that no change event carries.
-func (s *Sink) TakeAdded() map[uint32][]string {
+// TakeAdded returns (and forgets) the columns schema evolution added or
+// retyped since the last call, by table: the caller checks whether existing
+// rows have values for them (a default, converted values) that no change
+// event carries.
+func (s *Sink) TakeAdded() map[uint32]decode.NewColumns {
 	if len(s.added) == 0 {
 		return nil
 	}
 	out := s.added
-	s.added = make(map[uint32][]string)
+	s.added = make(map[uint32]decode.NewColumns)
 	return out
 }
 

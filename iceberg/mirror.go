@@ -57,12 +57,12 @@ func (m *mirror) bind() error {
 		return err
 	}
 	m.colIdx, m.unbound, err = bindFields(m.name(), m.rel, asc.Fields(), sc.Fields())
-	if err != nil {
+	if err := m.lenientBind(err); err != nil {
 		return err
 	}
 	m.keyCols, m.keyType = nil, nil
 	for i, c := range m.rel.Columns {
-		if c.Key {
+		if c.Key && m.colIdx[i] >= 0 {
 			m.keyCols = append(m.keyCols, i)
 			m.keyType = append(m.keyType, asc.Field(m.colIdx[i]).Type)
 		}
@@ -103,6 +103,9 @@ func (m *mirror) newDataFile() (*fileWriter, error) {
 
 // appendRow writes a full row's values to fw's builders.
 func (m *mirror) appendRow(fw *fileWriter, row decode.Tuple) error {
+	if m.bindErr != nil {
+		return m.bindErr
+	}
 	if i, err := appendTuple(fw.builder, m.colIdx, m.unbound, m.rel, row); err != nil {
 		return fmt.Errorf("%s: column %s, key %s: %w", m.name(), m.rel.Columns[i].Name, m.keyText(row), err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/evolution"
+	"github.com/pg2iceberg/pg2iceberg/mapping"
 )
 
 // SourceID identifies the stream a table is written from.
@@ -40,6 +41,9 @@ type Config struct {
 	// Type, TypeName and Override, as preflight sets them. Without it only
 	// built-in types are known, by OID, and no rule applies.
 	Describe func(ctx context.Context, rel *decode.Relation, c *decode.Column) error
+	// Rules is the configuration file (may be nil): its table policies
+	// decide incompatible type changes and dropped tables.
+	Rules *mapping.Overrides
 }
 
 // Defaults for Config.
@@ -88,7 +92,7 @@ type Sink struct {
 
 	stats Stats
 
-	added map[uint32][]string // columns added by evolution, see TakeAdded
+	added map[uint32]decode.NewColumns // columns added or retyped by evolution, see TakeAdded
 
 	copyMu  sync.Mutex               // guards copying and runs
 	copying map[uint32][]*CopyWriter // writers of copies in progress, by table
@@ -121,7 +125,7 @@ func (s *Sink) publishStatus() {
 
 // NewSink returns a Sink writing through cat.
 func NewSink(cat catalog.Catalog, cfg Config, log *slog.Logger) *Sink {
-	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter), runs: make(map[uint32]*copyRun), added: make(map[uint32][]string)}
+	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter), runs: make(map[uint32]*copyRun), added: make(map[uint32]decode.NewColumns)}
 }
 
 // Identifiers returns the mirror and changelog identifiers of a source table.
@@ -238,15 +242,27 @@ func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 		if err := closeFiles(); err != nil {
 			return err
 		}
-		updates, err := t.evolve(ctx, rel, changelog, s.tx.commitLSN)
+		policy := evolution.Fail
+		if s.cfg.Rules.Policies(rel.QualifiedName()).TypeChange == "new-column" {
+			policy = evolution.NewColumn
+		}
+		updates, err := t.evolve(ctx, rel, changelog, s.tx.commitLSN, policy)
 		if err != nil {
 			return err
 		}
 		for _, u := range updates {
 			s.log.Info("schema evolved", "table", t.name(), "change", u.String(), "schema_id", t.tbl.Schema().ID)
-			if u.Kind == evolution.Add && !changelog {
-				s.added[rel.ID] = append(s.added[rel.ID], u.Name)
+			if changelog {
+				continue
 			}
+			nc := s.added[rel.ID]
+			switch u.Kind {
+			case evolution.Add:
+				nc.Added = append(nc.Added, u.Name)
+			case evolution.Retype:
+				nc.Retyped = append(nc.Retyped, u.Name)
+			}
+			s.added[rel.ID] = nc
 		}
 		return nil
 	}
@@ -258,6 +274,9 @@ func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 		if err := m.bind(); err != nil {
 			return err
 		}
+		if m.bindErr != nil {
+			return m.bindErr
+		}
 	}
 	if c := st.changelog; c != nil {
 		if err := evolve(c.icebergTable, true, c.closeFiles); err != nil {
@@ -266,6 +285,9 @@ func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 		c.rel = rel
 		if err := c.bind(); err != nil {
 			return err
+		}
+		if c.bindErr != nil {
+			return c.bindErr
 		}
 	}
 	st.rel = rel

@@ -45,6 +45,9 @@ type icebergTable struct {
 	watermark decode.LSN // end LSN of the last source transaction committed
 	committed time.Time  // when the bridge last committed to it
 	expired   time.Time  // when snapshots were last expired
+	// bindErr is a source column whose type the schema cannot hold (see
+	// lenientBind): writing a row is an error until the schema evolves.
+	bindErr error
 }
 
 // expireEvery is how often a table's snapshots are expired.

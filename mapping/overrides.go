@@ -34,9 +34,56 @@ type Override struct {
 	loc *time.Location
 }
 
-// Overrides is the rule list of a configuration file.
+// Overrides is a configuration file: type mapping rules and per-table
+// schema change policies.
 type Overrides struct {
-	Overrides []Override `yaml:"rules"`
+	Overrides []Override      `yaml:"rules"`
+	Tables    []TablePolicies `yaml:"tables"`
+}
+
+// TablePolicies says what schema changes do to one table's Iceberg tables
+// (Table is schema.table, or * for every table without an entry of its own).
+type TablePolicies struct {
+	Table string `yaml:"table"`
+	// TypeChange is fail (the default: stop before writing) or new-column
+	// (keep the old field under a suffixed name, add a new one) for a type
+	// change Iceberg cannot promote.
+	TypeChange string `yaml:"type_change"`
+	// DropTable is keep (the default: the Iceberg tables stay, marked
+	// dropped in their properties) or drop (they are dropped too).
+	DropTable string `yaml:"drop_table"`
+}
+
+// Policies returns the policies for table (schema.table): its own entry,
+// else the * entry, else the defaults.
+func (o *Overrides) Policies(table string) TablePolicies {
+	def := TablePolicies{Table: table, TypeChange: "fail", DropTable: "keep"}
+	if o == nil {
+		return def
+	}
+	var star *TablePolicies
+	for i := range o.Tables {
+		if o.Tables[i].Table == table {
+			return withDefaults(o.Tables[i], def)
+		}
+		if o.Tables[i].Table == "*" && star == nil {
+			star = &o.Tables[i]
+		}
+	}
+	if star != nil {
+		return withDefaults(*star, def)
+	}
+	return def
+}
+
+func withDefaults(p, def TablePolicies) TablePolicies {
+	if p.TypeChange == "" {
+		p.TypeChange = def.TypeChange
+	}
+	if p.DropTable == "" {
+		p.DropTable = def.DropTable
+	}
+	return p
 }
 
 var decimalRE = regexp.MustCompile(`^decimal\((\d+),\s*(\d+)\)$`)
@@ -80,6 +127,22 @@ func ParseOverrides(data []byte) (*Overrides, error) {
 		case "", "fail", "allow":
 		default:
 			errs = append(errs, fmt.Errorf("%s: lossy is %q; use fail or allow", where, rule.Lossy))
+		}
+	}
+	for i, p := range r.Tables {
+		where := fmt.Sprintf("tables entry %d", i+1)
+		if p.Table != "*" && strings.Count(p.Table, ".") != 1 {
+			errs = append(errs, fmt.Errorf("%s: table %q must be schema.table or *", where, p.Table))
+		}
+		switch p.TypeChange {
+		case "", "fail", "new-column":
+		default:
+			errs = append(errs, fmt.Errorf("%s: type_change is %q; use fail or new-column", where, p.TypeChange))
+		}
+		switch p.DropTable {
+		case "", "keep", "drop":
+		default:
+			errs = append(errs, fmt.Errorf("%s: drop_table is %q; use keep or drop", where, p.DropTable))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -53,6 +53,9 @@ func TestParseOverrides(t *testing.T) {
 		{"rules:\n  - type: numeric\n    to: float\n", "use string"},
 		{"rules:\n  - type: numeric\n    to: string\n    lossy: maybe\n", "lossy"},
 		{"rulez: []\n", "rulez"},
+		{"tables:\n  - table: orders\n", "schema.table or *"},
+		{"tables:\n  - table: public.orders\n    type_change: widen\n", "use fail or new-column"},
+		{"tables:\n  - table: '*'\n    drop_table: archive\n", "use keep or drop"},
 		{"rules:\n  - type: timestamp without time zone\n    to: timestamptz\n    zone: Mars/Olympus\n", "IANA time zone"},
 		{"rules:\n  - type: numeric\n    to: string\n    zone: UTC\n", "zone applies only"},
 	}
@@ -80,5 +83,25 @@ func TestRoundDecimal(t *testing.T) {
 	}
 	if _, err := RoundDecimal([]byte("NaN"), 2); err == nil {
 		t.Errorf("RoundDecimal(NaN) succeeded, want an error")
+	}
+}
+
+func TestPolicies(t *testing.T) {
+	o, err := ParseOverrides([]byte("tables:\n  - table: public.orders\n    type_change: new-column\n  - table: '*'\n    drop_table: drop\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		o                      *Overrides
+		table, change, dropTab string
+	}{
+		{o, "public.orders", "new-column", "keep"},
+		{o, "public.other", "fail", "drop"},
+		{nil, "public.orders", "fail", "keep"},
+	} {
+		p := tc.o.Policies(tc.table)
+		if p.TypeChange != tc.change || p.DropTable != tc.dropTab {
+			t.Errorf("Policies(%s) = %+v, want type_change %s, drop_table %s", tc.table, p, tc.change, tc.dropTab)
+		}
 	}
 }

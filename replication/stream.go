@@ -23,8 +23,9 @@ type Sink interface {
 	Relation(ctx context.Context, rel *decode.Relation) error
 	// DDL applies a captured DDL event (a logical message, see SetupSQL).
 	DDL(ctx context.Context, content []byte) error
-	// TakeAdded returns the columns schema evolution just added, by table.
-	TakeAdded() map[uint32][]string
+	// TakeAdded returns the columns schema evolution just added or retyped,
+	// by table.
+	TakeAdded() map[uint32]decode.NewColumns
 	Begin(xid uint32, commitLSN decode.LSN, commitTS time.Time)
 	Change(c *decode.Change) error
 	Truncate(rels []*decode.Relation) error
@@ -56,11 +57,11 @@ type StreamConfig struct {
 	// It must copy the table into the sink (see SyncTable), calling
 	// keepalive now and then. Without it a new table is an error.
 	OnNewTable func(ctx context.Context, rel *decode.Relation, keepalive func() error) error
-	// OnColumnsAdded is called when schema evolution added columns to a
-	// table: existing rows may hold values for them (ADD COLUMN ... DEFAULT)
-	// that no change event carries, and the callback may copy the table
-	// again (see SyncTable).
-	OnColumnsAdded func(ctx context.Context, relID uint32, cols []string, keepalive func() error) error
+	// OnColumnsAdded is called when schema evolution added or retyped
+	// columns of a table: existing rows may hold values for them (ADD COLUMN
+	// ... DEFAULT, a type change's converted values) that no change event
+	// carries, and the callback may copy the table again (see SyncTable).
+	OnColumnsAdded func(ctx context.Context, relID uint32, cols decode.NewColumns, keepalive func() error) error
 }
 
 // stream is the state of one replication session.
