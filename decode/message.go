@@ -71,6 +71,9 @@ type Relation struct {
 	// RowFilter is the publication's row filter (a SQL expression), from the
 	// catalog; the initial copy applies it as pgoutput does to changes.
 	RowFilter string
+	// ColumnList: the publication publishes a column list of the table, so
+	// a column added later is published only once the list names it.
+	ColumnList bool
 }
 
 // NewColumns are the columns schema evolution gave a table in one step:

@@ -3,10 +3,13 @@ package iceberg
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	icego "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
@@ -29,6 +32,9 @@ type DDLEvent struct {
 		TypeOID uint32 `json:"type_oid"`
 		TypeMod int32  `json:"typmod"`
 		NotNull bool   `json:"not_null"`
+		// Generated is nil in events of a trigger installed before it was
+		// sent (pg2iceberg setup installs the current one).
+		Generated *bool `json:"generated"`
 	} `json:"columns"`
 }
 
@@ -113,12 +119,15 @@ func (s *Sink) DDL(ctx context.Context, content []byte) error {
 			st.rel.Columns[i].Name = to
 		}
 	}
-	// Drops and retypes apply now. New columns wait for the relation message
-	// of the first row change: only it says whether pgoutput publishes them
-	// (generated columns and publication column lists leave some out).
+	// Drops, retypes and adds apply now, as a relation message would. A new
+	// column is published unless it is generated or the publication has a
+	// column list for the table (then the first row change's relation
+	// message says whether it is); without the generated flag (an older
+	// trigger) new columns wait for that message too.
 	rel := &decode.Relation{ID: ev.RelID, Schema: ev.Schema, Name: ev.Table, ReplicaIdentity: st.rel.ReplicaIdentity}
 	for _, c := range ev.Columns {
-		if st.rel.ColumnIndex(c.Name) >= 0 {
+		published := st.rel.ColumnIndex(c.Name) >= 0 || (c.Generated != nil && !*c.Generated && !st.rel.ColumnList)
+		if published {
 			rel.Columns = append(rel.Columns, decode.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, NotNull: c.NotNull})
 		}
 	}
@@ -166,5 +175,44 @@ func (s *Sink) renameColumns(ctx context.Context, st *sourceTable, t *icebergTab
 	for from, to := range renames {
 		s.log.Info("schema evolved", "table", t.name(), "change", "rename column "+from+" to "+to, "schema_id", tbl.Schema().ID)
 	}
+	return nil
+}
+
+// renameTable follows ALTER TABLE ... RENAME TO / SET SCHEMA: the mirror
+// and the changelog are renamed in the catalog (their files stay where they
+// are) and get PropSchemaLSN, so a replay of older relation messages does
+// not rename them back.
+func (s *Sink) renameTable(ctx context.Context, st *sourceTable, rel *decode.Relation) error {
+	mid, cid := Identifiers(rel.Schema, rel.Name)
+	for _, x := range []struct {
+		t  *icebergTable
+		to table.Identifier
+	}{{mirrorTable(st.mirror), mid}, {changelogTable(st.changelog), cid}} {
+		if x.t == nil || !s.txOpen || s.tx.commitLSN < schemaLSN(x.t.tbl) {
+			continue
+		}
+		from := x.t.name()
+		if err := s.cat.CreateNamespace(ctx, catalog.NamespaceFromIdent(x.to), nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+			return fmt.Errorf("rename %s: create namespace %v: %w", from, x.to[:len(x.to)-1], err)
+		}
+		tbl, err := s.cat.RenameTable(ctx, x.t.ident, x.to)
+		if err != nil {
+			return fmt.Errorf("rename %s to %s (the source table was renamed): %w", from, strings.Join(x.to, "."), err)
+		}
+		x.t.ident = x.to
+		txn := tbl.NewTransaction()
+		if err := txn.SetProperties(icego.Properties{PropSchemaLSN: strconv.FormatUint(uint64(s.tx.commitLSN), 10)}); err != nil {
+			return fmt.Errorf("rename %s: %w", from, err)
+		}
+		if tbl, err = txn.Commit(ctx); err != nil {
+			return fmt.Errorf("rename %s: %w", from, err)
+		}
+		if err := x.t.committedTo(tbl); err != nil {
+			return err
+		}
+		s.log.Info("table renamed", "from", from, "to", x.t.name())
+	}
+	st.rel.Schema, st.rel.Name = rel.Schema, rel.Name
+	s.publishStatus()
 	return nil
 }

@@ -212,6 +212,11 @@ func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 	if !ok {
 		return fmt.Errorf("table %s appeared in the stream but is not known; it must be copied first", rel.QualifiedName())
 	}
+	if rel.Schema != st.rel.Schema || rel.Name != st.rel.Name {
+		if err := s.renameTable(ctx, st, rel); err != nil {
+			return err
+		}
+	}
 	// pgoutput does not send NOT NULL or type names, and with REPLICA
 	// IDENTITY FULL it flags every column as key: keep the catalog's view,
 	// whose key is the primary key the mirror is indexed by.
@@ -234,7 +239,7 @@ func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 			}
 		}
 	}
-	rel.RowFilter = st.rel.RowFilter
+	rel.RowFilter, rel.ColumnList = st.rel.RowFilter, st.rel.ColumnList
 	evolve := func(t *icebergTable, changelog bool, closeFiles func() error) error {
 		if !s.txOpen || s.skip(t) || s.tx.commitLSN < schemaLSN(t.tbl) {
 			return nil // a replay from before the table's last schema change

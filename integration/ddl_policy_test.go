@@ -1,11 +1,18 @@
 package integration
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/pg2iceberg/pg2iceberg/iceberg"
 )
 
 // A type change Iceberg cannot promote stops the bridge under the default
@@ -86,5 +93,92 @@ func TestTypeChangePolicy(t *testing.T) {
 	}
 	if resyncs != 1 {
 		t.Errorf("changelog has %d resync rows, want 1", resyncs)
+	}
+}
+
+// With the DDL capture, ADD COLUMN is in the Iceberg schema within two
+// flush intervals of its commit with no row change following, for a type
+// that is not built in as well; a generated column and a column a
+// publication column list leaves out are not added.
+func TestAddColumnAtCommit(t *testing.T) {
+	pg, conn := startSource(t, `CREATE TYPE mood AS ENUM ('sad', 'ok');
+		CREATE TABLE people (id int PRIMARY KEY, name text);
+		INSERT INTO people SELECT g, 'p' || g FROM generate_series(1, 50) g;
+		CREATE TABLE listed (id int PRIMARY KEY, v text, hidden text);
+		INSERT INTO listed SELECT g, 'v' || g, 'h' FROM generate_series(1, 5) g;
+		CREATE PUBLICATION add_pub FOR TABLE people, listed (id, v);`)
+	if out, err := runOnce(t, "setup", "--source", pg.SuperURL("postgres")); err != nil {
+		t.Fatalf("setup: %v\n%s", err, out)
+	}
+	tg := localTarget(t)
+	const flush = 2 * time.Second
+	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "add_pub", "--flush-interval", flush.String()}, tg.args()...)...)
+	waitSlot(t, conn, "pg2iceberg_add_pub", b)
+
+	exec1(t, conn, `ALTER TABLE people ADD COLUMN nick text, ADD COLUMN m mood, ADD COLUMN twice int GENERATED ALWAYS AS (id * 2) STORED`)
+	exec1(t, conn, `ALTER TABLE listed ADD COLUMN z int`)
+	committed := time.Now()
+	for {
+		got := icegoColumns(t, tg, "public.people")
+		if got == "id,name,nick,m" {
+			t.Logf("added columns visible %v after commit", time.Since(committed).Round(10*time.Millisecond))
+			break
+		}
+		if time.Since(committed) > 2*flush {
+			t.Fatalf("columns %s %v after ADD COLUMN, want id,name,nick,m within %v; log:\n%s", got, time.Since(committed), 2*flush, tail(b.log(), 10))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	exec1(t, conn, `UPDATE people SET nick = 'n' || id, m = 'ok' WHERE id <= 3`)
+	exec1(t, conn, `UPDATE listed SET v = 'w' WHERE id = 1`)
+	waitCaughtUp(t, conn, "pg2iceberg_add_pub", b)
+	b.stop(t)
+	if got := icegoColumns(t, tg, "public.listed"); got != "id,v" {
+		t.Errorf("listed: columns %s, want id,v (the column list leaves z out)", got)
+	}
+	compareRows(t, "pyiceberg", "people", "id", pyicebergRows(t, tg, "public.people"), pgRows(t, conn, "id::text AS id, name, nick, m::text AS m", "people"))
+}
+
+// RENAME TABLE and SET SCHEMA rename the mirror and the changelog in the
+// catalog, with their data, and a restart goes on under the new name.
+func TestRenameTable(t *testing.T) {
+	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
+		INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 20) g;
+		CREATE SCHEMA arch;
+		CREATE PUBLICATION ren_pub FOR TABLE t;`)
+	tg := localTarget(t)
+	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "ren_pub", "--flush-interval", "1s"}, tg.args()...)
+	b := startBridge(t, nil, run...)
+	waitSlot(t, conn, "pg2iceberg_ren_pub", b)
+	exec1(t, conn, `ALTER TABLE t RENAME TO t2`)
+	exec1(t, conn, `UPDATE t2 SET v = 'x' WHERE id = 1`)
+	exec1(t, conn, `ALTER TABLE t2 SET SCHEMA arch`)
+	exec1(t, conn, `UPDATE arch.t2 SET v = 'y' WHERE id = 2`)
+	waitCaughtUp(t, conn, "pg2iceberg_ren_pub", b)
+	b.stop(t)
+	if !strings.Contains(b.log(), `msg="table renamed" from=public.t to=public.t2`) || !strings.Contains(b.log(), `msg="table renamed" from=public.t2 to=arch.t2`) {
+		t.Errorf("renames not logged:\n%s", tail(b.log(), 10))
+	}
+	b = startBridge(t, nil, run...)
+	waitSlot(t, conn, "pg2iceberg_ren_pub", b)
+	exec1(t, conn, `DELETE FROM arch.t2 WHERE id = 3`)
+	waitCaughtUp(t, conn, "pg2iceberg_ren_pub", b)
+	b.stop(t)
+	compareRows(t, "pyiceberg", "arch.t2", "id", pyicebergRows(t, tg, "arch.t2"), pgRows(t, conn, "id::text AS id, v", "arch.t2"))
+	ops := map[string]int{}
+	for _, c := range pyicebergRows(t, tg, "arch.t2__changelog") {
+		ops[c["op"].(string)]++
+	}
+	if ops["U"] != 2 || ops["D"] != 1 {
+		t.Errorf("arch.t2__changelog ops %v, want the 2 updates and the delete", ops)
+	}
+	cat, err := iceberg.OpenCatalog(context.Background(), iceberg.CatalogConfig{Warehouse: tg.warehouse, Catalog: tg.catalog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, old := range []table.Identifier{{"public", "t"}, {"public", "t2"}, {"public", "t__changelog"}} {
+		if _, err := cat.LoadTable(context.Background(), old); !errors.Is(err, catalog.ErrNoSuchTable) {
+			t.Errorf("%v after the renames: %v, want no such table", old, err)
+		}
 	}
 }

@@ -32,7 +32,8 @@ BEGIN
       'schema', (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = r.objid),
       'table', (SELECT c.relname FROM pg_class c WHERE c.oid = r.objid),
       'columns', (SELECT json_agg(json_build_object('attnum', a.attnum, 'name', a.attname, 'type_oid', a.atttypid::bigint,
-                                                    'typmod', a.atttypmod, 'not_null', a.attnotnull) ORDER BY a.attnum)
+                                                    'typmod', a.atttypmod, 'not_null', a.attnotnull,
+                                                    'generated', a.attgenerated <> '') ORDER BY a.attnum)
                   FROM pg_attribute a WHERE a.attrelid = r.objid AND a.attnum > 0 AND NOT a.attisdropped)
     )::text);
   END LOOP;

@@ -118,7 +118,9 @@ func Preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 // columns in attnum order (pgoutput's order).
 func publishedTables(ctx context.Context, conn *pgx.Conn, publication string) ([]*decode.Relation, error) {
 	rows, err := conn.Query(ctx, `
-		SELECT c.oid, pt.schemaname, pt.tablename, c.relreplident, pt.attnames, COALESCE(pt.rowfilter, '')
+		SELECT c.oid, pt.schemaname, pt.tablename, c.relreplident, pt.attnames, COALESCE(pt.rowfilter, ''),
+		       EXISTS (SELECT 1 FROM pg_publication_rel pr JOIN pg_publication p ON p.oid = pr.prpubid
+		               WHERE p.pubname = pt.pubname AND pr.prrelid = c.oid AND pr.prattrs IS NOT NULL)
 		FROM pg_publication_tables pt
 		JOIN pg_namespace n ON n.nspname = pt.schemaname
 		JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename
@@ -136,7 +138,7 @@ func publishedTables(ctx context.Context, conn *pgx.Conn, publication string) ([
 		var p pub
 		p.rel = &decode.Relation{}
 		var ident string
-		if err := rows.Scan(&p.rel.ID, &p.rel.Schema, &p.rel.Name, &ident, &p.names, &p.rel.RowFilter); err != nil {
+		if err := rows.Scan(&p.rel.ID, &p.rel.Schema, &p.rel.Name, &ident, &p.names, &p.rel.RowFilter, &p.rel.ColumnList); err != nil {
 			return nil, fmt.Errorf("list tables of publication %q: %w", publication, err)
 		}
 		p.rel.ReplicaIdentity = ident[0]
