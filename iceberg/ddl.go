@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	icego "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -90,6 +91,11 @@ func (s *Sink) DDL(ctx context.Context, content []byte) error {
 	st, ok := s.tables[ev.RelID]
 	if !ok || !s.txOpen {
 		return nil // not a table of ours (or a new one: copied when it has changes)
+	}
+	if ev.Tag == "DROP TABLE" {
+		// Applied when the transaction commits, after its changes.
+		s.dropped = append(s.dropped, ev.RelID)
+		return nil
 	}
 	next := make(map[int]string, len(ev.Columns))
 	for _, c := range ev.Columns {
@@ -213,6 +219,54 @@ func (s *Sink) renameTable(ctx context.Context, st *sourceTable, rel *decode.Rel
 		s.log.Info("table renamed", "from", from, "to", x.t.name())
 	}
 	st.rel.Schema, st.rel.Name = rel.Schema, rel.Name
+	s.publishStatus()
+	return nil
+}
+
+// PropDropped is the table property a kept table of a dropped source table
+// gets: JSON {"lsn": commit LSN of the DROP, "at": its commit time}.
+const PropDropped = "pg2iceberg.dropped"
+
+// applyDrops follows the DROP TABLEs of the transaction just committed
+// (after a flush, so the tables hold every change before the drop): by the
+// table's drop_table policy, its Iceberg tables are kept and marked with
+// PropDropped, or dropped. Either way the bridge forgets the table.
+func (s *Sink) applyDrops(ctx context.Context) error {
+	drops := s.dropped
+	s.dropped = nil
+	for _, id := range drops {
+		st, ok := s.tables[id]
+		if !ok {
+			continue
+		}
+		policy := s.cfg.Rules.Policies(st.rel.QualifiedName()).DropTable
+		mark, _ := json.Marshal(map[string]any{"lsn": s.tx.commitLSN.String(), "at": s.tx.commitTS.UTC().Format(time.RFC3339Nano)})
+		for _, t := range []*icebergTable{mirrorTable(st.mirror), changelogTable(st.changelog)} {
+			if t == nil || s.tx.commitLSN < schemaLSN(t.tbl) {
+				continue
+			}
+			if policy == "drop" {
+				if err := s.cat.DropTable(ctx, t.ident); err != nil && !errors.Is(err, catalog.ErrNoSuchTable) {
+					return fmt.Errorf("drop %s (its source table was dropped; drop_table: drop): %w", t.name(), err)
+				}
+				s.log.Info("table dropped", "table", t.name(), "policy", policy)
+				continue
+			}
+			txn := t.tbl.NewTransaction()
+			if err := txn.SetProperties(icego.Properties{PropDropped: string(mark), PropSchemaLSN: strconv.FormatUint(uint64(s.tx.commitLSN), 10)}); err != nil {
+				return fmt.Errorf("mark %s dropped: %w", t.name(), err)
+			}
+			tbl, err := txn.Commit(ctx)
+			if err != nil {
+				return fmt.Errorf("mark %s dropped: %w", t.name(), err)
+			}
+			if err := t.committedTo(tbl); err != nil {
+				return err
+			}
+			s.log.Info("source table dropped: Iceberg table kept", "table", t.name(), "property", PropDropped)
+		}
+		delete(s.tables, id)
+	}
 	s.publishStatus()
 	return nil
 }

@@ -92,7 +92,8 @@ type Sink struct {
 
 	stats Stats
 
-	added map[uint32]decode.NewColumns // columns added or retyped by evolution, see TakeAdded
+	added   map[uint32]decode.NewColumns // columns added or retyped by evolution, see TakeAdded
+	dropped []uint32                     // tables the open transaction drops, see applyDrops
 
 	copyMu  sync.Mutex               // guards copying and runs
 	copying map[uint32][]*CopyWriter // writers of copies in progress, by table
@@ -383,6 +384,12 @@ func (s *Sink) Commit(ctx context.Context, end decode.LSN) error {
 	s.tx.endLSN = end
 	s.txOpen = false
 	s.lastEnd = end
+	if len(s.dropped) > 0 {
+		if err := s.Flush(ctx); err != nil {
+			return err
+		}
+		return s.applyDrops(ctx)
+	}
 	if s.pending == 0 {
 		// Nothing of ours is waiting: this transaction is as good as durable.
 		s.durable = end

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -181,4 +182,68 @@ func TestRenameTable(t *testing.T) {
 			t.Errorf("%v after the renames: %v, want no such table", old, err)
 		}
 	}
+}
+
+// With the DDL capture, DROP TABLE follows each table's drop_table policy:
+// keep (the default) leaves the Iceberg tables with every change before the
+// drop and marks them in their properties; drop removes them. The bridge
+// goes on with the other tables, also after a restart.
+func TestDropTablePolicy(t *testing.T) {
+	ctx := context.Background()
+	pg, conn := startSource(t, `CREATE TABLE a (id int PRIMARY KEY, v text);
+		CREATE TABLE b (id int PRIMARY KEY, v text);
+		CREATE TABLE c (id int PRIMARY KEY, v text);
+		INSERT INTO a SELECT g, 'a' || g FROM generate_series(1, 10) g;
+		INSERT INTO b SELECT g, 'b' || g FROM generate_series(1, 10) g;
+		INSERT INTO c SELECT g, 'c' || g FROM generate_series(1, 10) g;
+		CREATE PUBLICATION drop_pub FOR TABLE a, b, c;`)
+	if out, err := runOnce(t, "setup", "--source", pg.SuperURL("postgres")); err != nil {
+		t.Fatalf("setup: %v\n%s", err, out)
+	}
+	cfg := filepath.Join(t.TempDir(), "pg2iceberg.yaml")
+	if err := os.WriteFile(cfg, []byte("tables:\n  - table: public.b\n    drop_table: drop\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tg := localTarget(t)
+	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "drop_pub", "--flush-interval", "1s", "--config", cfg}, tg.args()...)
+	b := startBridge(t, nil, run...)
+	waitSlot(t, conn, "pg2iceberg_drop_pub", b)
+	if err := pg.Exec(ctx, `BEGIN; DELETE FROM a WHERE id = 1; UPDATE a SET v = 'last' WHERE id = 2; DROP TABLE a; COMMIT;`); err != nil {
+		t.Fatal(err)
+	}
+	exec1(t, conn, `DROP TABLE b`)
+	exec1(t, conn, `UPDATE c SET v = 'x' WHERE id = 1`)
+	waitCaughtUp(t, conn, "pg2iceberg_drop_pub", b)
+	b.stop(t)
+
+	rows := pyicebergRows(t, tg, "public.a")
+	want := []row{}
+	for i := 2; i <= 10; i++ {
+		v := "a" + strconv.Itoa(i)
+		if i == 2 {
+			v = "last"
+		}
+		want = append(want, row{"id": strconv.Itoa(i), "v": v})
+	}
+	compareRows(t, "pyiceberg", "a (kept after DROP TABLE)", "id", rows, want)
+	for _, name := range []string{"public.a", "public.a__changelog"} {
+		if p := loadTable(t, tg, name).Properties()[iceberg.PropDropped]; !strings.Contains(p, `"lsn"`) {
+			t.Errorf("%s: property %s = %q, want the drop's LSN and time", name, iceberg.PropDropped, p)
+		}
+	}
+	cat, err := iceberg.OpenCatalog(ctx, iceberg.CatalogConfig{Warehouse: tg.warehouse, Catalog: tg.catalog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []table.Identifier{{"public", "b"}, {"public", "b__changelog"}} {
+		if _, err := cat.LoadTable(ctx, gone); !errors.Is(err, catalog.ErrNoSuchTable) {
+			t.Errorf("%v with drop_table: drop: %v, want no such table", gone, err)
+		}
+	}
+	b = startBridge(t, nil, run...)
+	waitSlot(t, conn, "pg2iceberg_drop_pub", b)
+	exec1(t, conn, `UPDATE c SET v = 'y' WHERE id = 2`)
+	waitCaughtUp(t, conn, "pg2iceberg_drop_pub", b)
+	b.stop(t)
+	compareRows(t, "pyiceberg", "c", "id", pyicebergRows(t, tg, "public.c"), pgRows(t, conn, "id::text AS id, v", "c"))
 }

@@ -12,7 +12,8 @@ const DDLPrefix = "pg2iceberg.ddl"
 
 // SetupSQL installs the DDL capture: an event trigger that, at the end of
 // each DDL command on a table, emits a transactional logical message
-// (pg_logical_emit_message) with the table's columns and their attnums.
+// (pg_logical_emit_message) with the table's columns and their attnums,
+// and one that emits a message for each dropped table (DROP TABLE).
 // The message travels in the WAL inside the DDL's transaction, so the
 // bridge sees a schema change when it commits, before any row change, and
 // tells a rename (same attnum, new name) from a drop and an add.
@@ -44,11 +45,32 @@ DROP EVENT TRIGGER IF EXISTS pg2iceberg_ddl;
 CREATE EVENT TRIGGER pg2iceberg_ddl ON ddl_command_end
   WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO')
   EXECUTE FUNCTION pg2iceberg.emit_ddl();
+
+CREATE OR REPLACE FUNCTION pg2iceberg.emit_drop() RETURNS event_trigger
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  r record;
+BEGIN
+  FOR r IN SELECT d.objid, d.schema_name, d.object_name FROM pg_event_trigger_dropped_objects() d
+           WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'table' AND d.objsubid = 0
+  LOOP
+    PERFORM pg_logical_emit_message(true, '` + DDLPrefix + `', json_build_object(
+      'relid', r.objid::bigint, 'tag', 'DROP TABLE', 'schema', r.schema_name, 'table', r.object_name)::text);
+  END LOOP;
+END
+$fn$;
+
+DROP EVENT TRIGGER IF EXISTS pg2iceberg_drop;
+CREATE EVENT TRIGGER pg2iceberg_drop ON sql_drop
+  WHEN TAG IN ('DROP TABLE')
+  EXECUTE FUNCTION pg2iceberg.emit_drop();
 `
 
 // UninstallSQL removes the DDL capture.
 const UninstallSQL = `DROP EVENT TRIGGER IF EXISTS pg2iceberg_ddl;
+DROP EVENT TRIGGER IF EXISTS pg2iceberg_drop;
 DROP FUNCTION IF EXISTS pg2iceberg.emit_ddl();
+DROP FUNCTION IF EXISTS pg2iceberg.emit_drop();
 DROP SCHEMA IF EXISTS pg2iceberg;
 `
 
