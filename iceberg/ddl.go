@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,8 @@ type DDLEvent struct {
 		// Generated is nil in events of a trigger installed before it was
 		// sent (pg2iceberg setup installs the current one).
 		Generated *bool `json:"generated"`
+		// Key: the column is in the mirror's key (nil from older triggers).
+		Key *bool `json:"key"`
 	} `json:"columns"`
 }
 
@@ -123,6 +126,17 @@ func (s *Sink) DDL(ctx context.Context, content []byte) error {
 	for i, c := range st.rel.Columns {
 		if to, ok := renames[c.Name]; ok {
 			st.rel.Columns[i].Name = to
+		}
+	}
+	// A key from an index (primary key or replica identity index) that is
+	// not the mirror's: re-key. No index key (REPLICA IDENTITY FULL keys on
+	// every column) is left as it is.
+	if keys, ok := ev.keyNames(); ok && len(keys) > 0 && st.mirror != nil {
+		cur := keyNames(st.rel)
+		if !slices.Equal(keys, cur) {
+			// Applied when the transaction commits: its rows up to then
+			// are applied with the old key.
+			s.keyChanges[ev.RelID] = keys
 		}
 	}
 	// Drops, retypes and adds apply now, as a relation message would. A new
@@ -268,5 +282,44 @@ func (s *Sink) applyDrops(ctx context.Context) error {
 		delete(s.tables, id)
 	}
 	s.publishStatus()
+	return nil
+}
+
+// keyNames returns the event's key columns (those of the primary key, else
+// of the replica identity index), in column order; false when the event
+// does not say (an older trigger).
+func (ev *DDLEvent) keyNames() ([]string, bool) {
+	var out []string
+	for _, c := range ev.Columns {
+		if c.Key == nil {
+			return nil, false
+		}
+		if *c.Key {
+			out = append(out, c.Name)
+		}
+	}
+	return out, true
+}
+
+// applyKeyChanges re-keys the mirrors whose key the committed transaction
+// changed (after a flush, see changeKey).
+func (s *Sink) applyKeyChanges(ctx context.Context) error {
+	changes := s.keyChanges
+	s.keyChanges = make(map[uint32][]string)
+	for id, keys := range changes {
+		st, ok := s.tables[id]
+		if !ok || st.mirror == nil || s.tx.commitLSN < schemaLSN(st.mirror.tbl) {
+			continue
+		}
+		rel := *st.rel
+		rel.Columns = slices.Clone(st.rel.Columns)
+		for i := range rel.Columns {
+			rel.Columns[i].Key = slices.Contains(keys, rel.Columns[i].Name)
+		}
+		if err := s.changeKey(ctx, st.mirror, &rel, s.tx.commitLSN); err != nil {
+			return err
+		}
+		st.rel = &rel
+	}
 	return nil
 }

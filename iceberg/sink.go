@@ -92,8 +92,9 @@ type Sink struct {
 
 	stats Stats
 
-	added   map[uint32]decode.NewColumns // columns added or retyped by evolution, see TakeAdded
-	dropped []uint32                     // tables the open transaction drops, see applyDrops
+	added      map[uint32]decode.NewColumns // columns added or retyped by evolution, see TakeAdded
+	dropped    []uint32                     // tables the open transaction drops, see applyDrops
+	keyChanges map[uint32][]string          // new keys the open transaction gives tables, see applyKeyChanges
 
 	copyMu  sync.Mutex               // guards copying and runs
 	copying map[uint32][]*CopyWriter // writers of copies in progress, by table
@@ -126,7 +127,7 @@ func (s *Sink) publishStatus() {
 
 // NewSink returns a Sink writing through cat.
 func NewSink(cat catalog.Catalog, cfg Config, log *slog.Logger) *Sink {
-	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter), runs: make(map[uint32]*copyRun), added: make(map[uint32]decode.NewColumns)}
+	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter), runs: make(map[uint32]*copyRun), added: make(map[uint32]decode.NewColumns), keyChanges: make(map[uint32][]string)}
 }
 
 // Identifiers returns the mirror and changelog identifiers of a source table.
@@ -154,7 +155,13 @@ func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 			return err
 		}
 		start := time.Now()
-		if err := st.mirror.loadIndex(); err == nil {
+		if t.tbl.CurrentSnapshot() != nil && !sameKey(st.mirror, rel) {
+			// The key changed while the bridge was stopped (or without the
+			// DDL capture): re-key the mirror, which rebuilds the index.
+			if err := s.changeKey(ctx, st.mirror, rel, schemaLSN(t.tbl)); err != nil {
+				return err
+			}
+		} else if err := st.mirror.loadIndex(); err == nil {
 			s.log.Info("key index loaded", "table", rel.QualifiedName(), "rows", st.mirror.index.len(), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
 		} else {
 			if err := st.mirror.rebuildIndex(ctx); err != nil {
@@ -384,8 +391,11 @@ func (s *Sink) Commit(ctx context.Context, end decode.LSN) error {
 	s.tx.endLSN = end
 	s.txOpen = false
 	s.lastEnd = end
-	if len(s.dropped) > 0 {
+	if len(s.dropped) > 0 || len(s.keyChanges) > 0 {
 		if err := s.Flush(ctx); err != nil {
+			return err
+		}
+		if err := s.applyKeyChanges(ctx); err != nil {
 			return err
 		}
 		return s.applyDrops(ctx)

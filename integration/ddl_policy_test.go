@@ -247,3 +247,59 @@ func TestDropTablePolicy(t *testing.T) {
 	b.stop(t)
 	compareRows(t, "pyiceberg", "c", "id", pyicebergRows(t, tg, "public.c"), pgRows(t, conn, "id::text AS id, v", "c"))
 }
+
+// A primary key change re-keys the mirror: with the DDL capture at the
+// transaction's commit, and at start for a change made while the bridge
+// was stopped. Deletes, which carry only the key, then find their rows.
+func TestKeyChange(t *testing.T) {
+	ctx := context.Background()
+	pg, conn := startSource(t, `CREATE TABLE k (a int NOT NULL, b int NOT NULL, v text, PRIMARY KEY (a));
+		INSERT INTO k SELECT g, g * 10, 'v' || g FROM generate_series(1, 100) g;
+		CREATE PUBLICATION key_pub FOR TABLE k;`)
+	if out, err := runOnce(t, "setup", "--source", pg.SuperURL("postgres")); err != nil {
+		t.Fatalf("setup: %v\n%s", err, out)
+	}
+	tg := localTarget(t)
+	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "key_pub", "--flush-interval", "1s"}, tg.args()...)
+	b := startBridge(t, nil, run...)
+	waitSlot(t, conn, "pg2iceberg_key_pub", b)
+	if err := pg.Exec(ctx, `BEGIN; ALTER TABLE k DROP CONSTRAINT k_pkey; ALTER TABLE k ADD PRIMARY KEY (b); COMMIT;`); err != nil {
+		t.Fatal(err)
+	}
+	exec1(t, conn, `UPDATE k SET a = a + 1000 WHERE b <= 50`)
+	exec1(t, conn, `DELETE FROM k WHERE b IN (100, 200)`)
+	waitCaughtUp(t, conn, "pg2iceberg_key_pub", b)
+	b.stop(t)
+	if !strings.Contains(b.log(), `msg="key changed: key index rebuilt" table=public.k from=a to=b`) {
+		t.Errorf("key change not logged:\n%s", tail(b.log(), 10))
+	}
+	identifiers := func() string {
+		tbl := loadTable(t, tg, "public.k")
+		var n []string
+		for _, id := range tbl.Schema().IdentifierFieldIDs {
+			f, _ := tbl.Schema().FindFieldByID(id)
+			n = append(n, f.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	if got := identifiers(); got != "b" {
+		t.Errorf("identifier fields %s, want b", got)
+	}
+	want := "a::text AS a, b::text AS b, v"
+	compareRows(t, "pyiceberg", "k keyed by b", "b", pyicebergRows(t, tg, "public.k"), pgRows(t, conn, want, "k"))
+
+	// While the bridge is stopped: back to a.
+	if err := pg.Exec(ctx, `BEGIN; ALTER TABLE k DROP CONSTRAINT k_pkey; ALTER TABLE k ADD PRIMARY KEY (a); COMMIT;`); err != nil {
+		t.Fatal(err)
+	}
+	b = startBridge(t, nil, run...)
+	waitSlot(t, conn, "pg2iceberg_key_pub", b)
+	exec1(t, conn, `DELETE FROM k WHERE a IN (1003, 5)`)
+	exec1(t, conn, `UPDATE k SET b = b + 1 WHERE a > 90`)
+	waitCaughtUp(t, conn, "pg2iceberg_key_pub", b)
+	b.stop(t)
+	if got := identifiers(); got != "a" {
+		t.Errorf("identifier fields %s after the restart, want a", got)
+	}
+	compareRows(t, "pyiceberg", "k keyed by a again", "a", pyicebergRows(t, tg, "public.k"), pgRows(t, conn, want, "k"))
+}

@@ -34,8 +34,16 @@ BEGIN
       'table', (SELECT c.relname FROM pg_class c WHERE c.oid = r.objid),
       'columns', (SELECT json_agg(json_build_object('attnum', a.attnum, 'name', a.attname, 'type_oid', a.atttypid::bigint,
                                                     'typmod', a.atttypmod, 'not_null', a.attnotnull,
-                                                    'generated', a.attgenerated <> '') ORDER BY a.attnum)
-                  FROM pg_attribute a WHERE a.attrelid = r.objid AND a.attnum > 0 AND NOT a.attisdropped)
+                                                    'generated', a.attgenerated <> '',
+                                                    'key', a.attnum = ANY(k.cols)) ORDER BY a.attnum)
+                  FROM pg_attribute a,
+                       -- the mirror's key as preflight chooses it, when an index gives it: the
+                       -- primary key, else the replica identity index
+                       LATERAL (SELECT COALESCE(
+                         (SELECT i.indkey::int2[] FROM pg_index i WHERE i.indrelid = r.objid AND i.indisprimary),
+                         (SELECT i.indkey::int2[] FROM pg_index i WHERE i.indrelid = r.objid AND i.indisreplident),
+                         '{}'::int2[]) AS cols) k
+                  WHERE a.attrelid = r.objid AND a.attnum > 0 AND NOT a.attisdropped)
     )::text);
   END LOOP;
 END
