@@ -13,6 +13,8 @@ stdin, one request per line:
         forms of pyiceberg_dump.py, every type (see dump_rows_of)
     {"op": "error", "sql": "SELECT ..."}          -> the error Spark raises
         running it, or null when it runs
+    {"op": "schema", "sql": "SELECT ..."}         -> the result's columns as
+        Spark types them (see schema_of)
 stdout, one answer per request, on a line starting with "@@ ":
     @@ {"ok": true, "result": ...}  or  @@ {"ok": false, "error": "..."}
 A line "@@ {"ready": true}" comes first, once the session is up. Spark
@@ -104,6 +106,25 @@ def dump_rows_of(spark):
     return rows
 
 
+def schema_of(spark):
+    """The columns of a query's result, in order, as Spark types them:
+    [{"name", "type", "nullable"}], type being Spark's own name for it
+    (DataType.simpleString: int, bigint, decimal(8,2), timestamp,
+    struct<id:int,v:string>); a struct column also has "fields", its
+    fields in the same form. The query is analysed, not run."""
+    from pyspark.sql.types import StructType
+
+    def column(f):
+        c = {"name": f.name, "type": f.dataType.simpleString(), "nullable": f.nullable}
+        if isinstance(f.dataType, StructType):
+            c["fields"] = [column(x) for x in f.dataType.fields]
+        return c
+
+    def schema(sql):
+        return [column(f) for f in spark.sql(sql).schema.fields]
+    return schema
+
+
 def answer(obj):
     sys.stdout.write(MARK + json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
     sys.stdout.flush()
@@ -117,6 +138,7 @@ def main(argv):
         answer({"ready": False, "error": f"{type(e).__name__}: {e}"})
         return 1
     rows, dump = rows_of(spark), dump_rows_of(spark)
+    schema = schema_of(spark)
     answer({"ready": True})
     for line in sys.stdin:
         if not line.strip():
@@ -127,6 +149,8 @@ def main(argv):
                 result = rows(req["sql"])
             elif req["op"] == "dump":
                 result = dump(req["sql"])
+            elif req["op"] == "schema":
+                result = schema(req["sql"])
             elif req["op"] == "error":
                 try:
                     spark.sql(req["sql"]).collect()
