@@ -68,15 +68,7 @@ func (s *Sink) InitAttNums(ctx context.Context, relID uint32, attnums map[int]st
 		if t == nil || attNumsOf(t.tbl) != nil {
 			continue
 		}
-		txn := t.tbl.NewTransaction()
-		if err := txn.SetProperties(icego.Properties{PropAttNums: attNumsProp(attnums)}); err != nil {
-			return fmt.Errorf("record attnums of %s: %w", t.name(), err)
-		}
-		tbl, err := txn.Commit(ctx)
-		if err != nil {
-			return fmt.Errorf("record attnums of %s: %w", t.name(), err)
-		}
-		if err := t.committedTo(tbl); err != nil {
+		if err := t.setProperties(ctx, "record attnums of", icego.Properties{PropAttNums: attNumsProp(attnums)}); err != nil {
 			return err
 		}
 	}
@@ -220,14 +212,8 @@ func (s *Sink) renameTable(ctx context.Context, st *sourceTable, rel *decode.Rel
 			return fmt.Errorf("rename %s to %s (the source table was renamed): %w", from, strings.Join(x.to, "."), err)
 		}
 		x.t.ident = x.to
-		txn := tbl.NewTransaction()
-		if err := txn.SetProperties(icego.Properties{PropSchemaLSN: strconv.FormatUint(uint64(s.tx.commitLSN), 10)}); err != nil {
-			return fmt.Errorf("rename %s: %w", from, err)
-		}
-		if tbl, err = txn.Commit(ctx); err != nil {
-			return fmt.Errorf("rename %s: %w", from, err)
-		}
-		if err := x.t.committedTo(tbl); err != nil {
+		x.t.tbl = tbl
+		if err := x.t.setProperties(ctx, "record the rename of", icego.Properties{PropSchemaLSN: strconv.FormatUint(uint64(s.tx.commitLSN), 10)}); err != nil {
 			return err
 		}
 		s.log.Info("table renamed", "from", from, "to", x.t.name())
@@ -266,15 +252,7 @@ func (s *Sink) applyDrops(ctx context.Context) error {
 				s.log.Info("table dropped", "table", t.name(), "policy", policy)
 				continue
 			}
-			txn := t.tbl.NewTransaction()
-			if err := txn.SetProperties(icego.Properties{PropDropped: string(mark), PropSchemaLSN: strconv.FormatUint(uint64(s.tx.commitLSN), 10)}); err != nil {
-				return fmt.Errorf("mark %s dropped: %w", t.name(), err)
-			}
-			tbl, err := txn.Commit(ctx)
-			if err != nil {
-				return fmt.Errorf("mark %s dropped: %w", t.name(), err)
-			}
-			if err := t.committedTo(tbl); err != nil {
+			if err := t.setProperties(ctx, "mark dropped:", icego.Properties{PropDropped: string(mark), PropSchemaLSN: strconv.FormatUint(uint64(s.tx.commitLSN), 10)}); err != nil {
 				return err
 			}
 			s.log.Info("source table dropped: Iceberg table kept", "table", t.name(), "property", PropDropped)

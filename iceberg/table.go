@@ -259,3 +259,17 @@ func dataPath(tbl *table.Table, partitionDir string) string {
 	}
 	return p + uuid.NewString() + ".parquet"
 }
+
+// setProperties sets table properties in a commit of their own; what says
+// what for an error ("record attnums of" → "record attnums of s.t: ...").
+func (t *icebergTable) setProperties(ctx context.Context, what string, props icego.Properties) error {
+	txn := t.tbl.NewTransaction()
+	if err := txn.SetProperties(props); err != nil {
+		return fmt.Errorf("%s %s: %w", what, t.name(), err)
+	}
+	tbl, err := txn.Commit(ctx)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, t.name(), err)
+	}
+	return t.committedTo(tbl)
+}
