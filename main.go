@@ -235,6 +235,15 @@ func runCmd(c *cli.Context) error {
 			return err
 		}
 	}
+	// Metrics and status from here on, so the first copy's progress shows.
+	progress := &replication.Progress{}
+	if addr := c.String("metrics-addr"); addr != "" {
+		srv, err := serveMetrics(addr, progress, sink.Stats(), log)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+	}
 
 	info, err := replication.LookupSlot(ctx, conn, slot)
 	slotExists := err == nil
@@ -276,14 +285,6 @@ func runCmd(c *cli.Context) error {
 		start = ns.ConsistentPoint
 	}
 
-	progress := &replication.Progress{}
-	if addr := c.String("metrics-addr"); addr != "" {
-		srv, err := serveMetrics(addr, progress, sink.Stats(), log)
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-	}
 	backoff := time.Second
 	for {
 		err = replication.Stream(ctx, repl, replication.StreamConfig{

@@ -55,12 +55,20 @@ func TestBackfillUnderLoadWithKill(t *testing.T) {
 
 	b := startBridge(t, nil, args...)
 	deadline := time.Now().Add(3 * time.Minute)
-	// Kill once the copy of big has committed its first chunk.
+	// Kill once the copy of big has committed its first chunk. Meanwhile
+	// /status shows the copy's progress.
+	var during int64
 	for !strings.Contains(b.log(), `msg="copy chunk committed" table=public.big`) {
 		if time.Now().After(deadline) || !b.running() {
 			t.Fatalf("the copy of big committed no chunk; log:\n%s", tail(b.log(), 20))
 		}
+		if during == 0 {
+			during = backfillRows(addr, "public.big")
+		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if during <= 0 {
+		t.Errorf("/status showed no backfill progress of public.big during the copy")
 	}
 	_ = b.cmd.Process.Kill() // SIGKILL halfway through the copy
 	b.exited(t, time.Minute)
@@ -113,6 +121,23 @@ func TestBackfillUnderLoadWithKill(t *testing.T) {
 	}
 	t.Logf("mirror of big equals Postgres: %d rows, digest %s", gotCount, gotDigest)
 	compareRows(t, "pyiceberg", "small", "id", pyicebergRows(t, tg, "public.small"), pgRows(t, conn, "id::text AS id, v", "small"))
+}
+
+// backfillRows reads a table's copied rows from /status (0 when the server
+// is not up yet or has no figure).
+func backfillRows(addr, table string) int64 {
+	resp, err := http.Get("http://" + addr + "/status")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Backfill map[string]map[string]int64 `json:"backfill"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return 0
+	}
+	return st.Backfill[table]["rows"]
 }
 
 func lastLine(log, substr string) string {
