@@ -398,8 +398,8 @@ func (c copySink) NewCopyWriter(relID uint32) (replication.RowWriter, error) {
 	return c.Sink.NewCopyWriter(relID)
 }
 
-func (c copySink) BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN) ([][2]int64, int64, error) {
-	r, err := c.Sink.BeginCopy(rel, lsn, resumeFrom)
+func (c copySink) BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN, sizeHint int64) ([][2]int64, int64, error) {
+	r, err := c.Sink.BeginCopy(rel, lsn, resumeFrom, sizeHint)
 	return r.Done, r.Rows, err
 }
 

@@ -226,7 +226,7 @@ func (e *env) runCopy(ctx context.Context, table, format string, rows int64) (co
 }
 
 var (
-	copyStartedRE  = regexp.MustCompile(` chunks=(\d+) workers=(\d+)`)
+	copyStartedRE  = regexp.MustCompile(` chunks=(\d+) .*\bworkers=(\d+)`)
 	copyFinishedRE = regexp.MustCompile(` rows=(\d+) `)
 )
 

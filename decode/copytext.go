@@ -1,6 +1,9 @@
 package decode
 
-import "fmt"
+import (
+	"bytes"
+	"fmt"
+)
 
 // ParseCopyText splits one line of COPY ... TO STDOUT (FORMAT text) output
 // (without its trailing newline) into a Tuple of Text and Null datums,
@@ -9,32 +12,66 @@ import "fmt"
 //
 // The datums of the returned tuple share one freshly allocated buffer.
 func ParseCopyText(line []byte, columns int) (Tuple, error) {
-	out := make(Tuple, 0, columns)
-	buf := make([]byte, 0, len(line))
-	start := 0
-	for i := 0; i <= len(line); i++ {
-		if i < len(line) && line[i] != '\t' {
-			continue
-		}
-		field := line[start:i]
-		start = i + 1
-		if len(field) == 2 && field[0] == '\\' && field[1] == 'N' {
+	out, _, err := splitCopyText(make(Tuple, 0, columns), make([]byte, 0, len(line)), line, columns, false)
+	return out, err
+}
+
+// CopyTextParser is ParseCopyText for a stream of lines, without an
+// allocation per line: it reuses one tuple, and a field without escapes is
+// a slice of the line itself. The zero value is ready to use; a parser is
+// used by one goroutine.
+type CopyTextParser struct {
+	tuple Tuple
+	buf   []byte // unescaped fields
+}
+
+// Parse parses one line as ParseCopyText does. The tuple and its data are
+// valid until the next Parse and as long as line is unchanged.
+func (p *CopyTextParser) Parse(line []byte, columns int) (Tuple, error) {
+	if cap(p.buf) < len(line) {
+		p.buf = make([]byte, 0, len(line)) // no field outgrows it: unescaping only shortens
+	}
+	out, _, err := splitCopyText(p.tuple[:0], p.buf[:0], line, columns, true)
+	if cap(out) > cap(p.tuple) {
+		p.tuple = out
+	}
+	return out, err
+}
+
+// splitCopyText appends the fields of line to out, unescaping into buf;
+// with alias, a field without escapes is a slice of line instead.
+func splitCopyText(out Tuple, buf, line []byte, columns int, alias bool) (Tuple, []byte, error) {
+	for {
+		field, rest, more := bytes.Cut(line, tab)
+		line = rest
+		switch {
+		case len(field) == 2 && field[0] == '\\' && field[1] == 'N':
 			out = append(out, Datum{Kind: Null})
-			continue
+		case alias && bytes.IndexByte(field, '\\') < 0:
+			if field == nil {
+				field = []byte{}
+			}
+			out = append(out, Datum{Kind: Text, Data: field[:len(field):len(field)]})
+		default:
+			from := len(buf)
+			var err error
+			buf, err = unescapeCopy(buf, field)
+			if err != nil {
+				return nil, buf, fmt.Errorf("copy field %d: %w", len(out)+1, err)
+			}
+			out = append(out, Datum{Kind: Text, Data: buf[from:len(buf):len(buf)]})
 		}
-		from := len(buf)
-		var err error
-		buf, err = unescapeCopy(buf, field)
-		if err != nil {
-			return nil, fmt.Errorf("copy field %d: %w", len(out)+1, err)
+		if !more {
+			break
 		}
-		out = append(out, Datum{Kind: Text, Data: buf[from:len(buf):len(buf)]})
 	}
 	if len(out) != columns {
-		return nil, fmt.Errorf("copy line has %d fields, want %d", len(out), columns)
+		return nil, buf, fmt.Errorf("copy line has %d fields, want %d", len(out), columns)
 	}
-	return out, nil
+	return out, buf, nil
 }
+
+var tab = []byte{'\t'}
 
 func unescapeCopy(dst, field []byte) ([]byte, error) {
 	for i := 0; i < len(field); i++ {

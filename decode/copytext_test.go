@@ -2,6 +2,7 @@ package decode_test
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -42,9 +43,14 @@ func TestParseCopyText(t *testing.T) {
 		{line: ``, columns: 2, wantErr: "1 fields, want 2"},
 		{line: `a	b\`, columns: 2, wantErr: "copy field 2: trailing backslash"},
 	}
+	var parser decode.CopyTextParser // reused across the cases
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
 			got, err := decode.ParseCopyText([]byte(tt.line), tt.columns)
+			reused, rerr := parser.Parse([]byte(tt.line), tt.columns)
+			if (rerr == nil) != (err == nil) || fmt.Sprint(fields(reused)) != fmt.Sprint(fields(got)) {
+				t.Errorf("CopyTextParser.Parse(%q, %d) = %q, %v; ParseCopyText gives %q, %v", tt.line, tt.columns, fields(reused), rerr, fields(got), err)
+			}
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("ParseCopyText(%q, %d) = %v, %v; want error %q", tt.line, tt.columns, fields(got), err, tt.wantErr)
@@ -163,11 +169,43 @@ func TestParseCopyTextRoundTrip(t *testing.T) {
 	}
 }
 
+// TestCopyTextParserFields: a reused parser's fields do not overlap, and a
+// field with escapes is not overwritten by the next line's.
+func TestCopyTextParserFields(t *testing.T) {
+	var p decode.CopyTextParser
+	got, err := p.Parse([]byte(`a\b	cd	\N`), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = append(got[0].Data, "XY"...)
+	_ = append(got[1].Data, "XY"...)
+	if g := fields(got); strings.Join(g, "|") != "a\b|cd|"+nullField {
+		t.Errorf("after appending to fields 0 and 1: fields = %q", g)
+	}
+	got, err = p.Parse([]byte(`e\\f	\tg	h`), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := fields(got); strings.Join(g, "|") != `e\f|`+"\tg|h" {
+		t.Errorf("second line: fields = %q", g)
+	}
+}
+
 // FuzzParseCopyText: seed corpus in testdata/fuzz/FuzzParseCopyText.
 func FuzzParseCopyText(f *testing.F) {
+	var parser decode.CopyTextParser // reused across inputs
 	f.Fuzz(func(t *testing.T, line []byte, columns uint8) {
 		n := int(columns % 64)
 		got, err := decode.ParseCopyText(line, n)
+		reused, rerr := parser.Parse(line, n)
+		if (rerr == nil) != (err == nil) || len(reused) != len(got) {
+			t.Fatalf("CopyTextParser.Parse(%q, %d) = %d fields, %v; ParseCopyText: %d, %v", line, n, len(reused), rerr, len(got), err)
+		}
+		for i := range got {
+			if reused[i].Kind != got[i].Kind || !bytes.Equal(reused[i].Data, got[i].Data) || (got[i].Kind == decode.Text) != (reused[i].Data != nil) {
+				t.Fatalf("field %d: CopyTextParser.Parse gives %s, ParseCopyText %s", i, renderDatum(reused[i]), renderDatum(got[i]))
+			}
+		}
 		if err == nil {
 			if len(got) != n || bytes.Count(line, []byte{'\t'})+1 != n {
 				t.Fatalf("ParseCopyText(%q, %d) = %d fields", line, n, len(got))

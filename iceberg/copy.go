@@ -32,7 +32,12 @@ const PropCopyProgress = "pg2iceberg.copy-progress"
 const PropChangelogFrom = "pg2iceberg.changelog-from"
 
 // copyFileTarget is the size at which a copy worker starts a new data file.
-const copyFileTarget = 256 << 20
+// A file also ends when its keys reach copyKeysTarget bytes, so that their
+// offsets fit 32 bits (a key, like any value, is less than 1 GiB).
+const (
+	copyFileTarget = 256 << 20
+	copyKeysTarget = 2 << 30
+)
 
 // copyProgress is PropCopyProgress.
 type copyProgress struct {
@@ -71,8 +76,9 @@ type CopyResume struct {
 // those chunks is replayed over them), those chunks are kept and returned:
 // the caller copies only the rest. Otherwise whatever the mirror holds (a
 // copy from an earlier slot) is deleted by the copy's first commit, so rows
-// deleted at the source since do not survive.
-func (s *Sink) BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN) (CopyResume, error) {
+// deleted at the source since do not survive, and the key index is sized
+// for sizeHint rows (0: unknown), at most what the table holds.
+func (s *Sink) BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN, sizeHint int64) (CopyResume, error) {
 	st, ok := s.tables[rel.ID]
 	if !ok || st.mirror == nil {
 		return CopyResume{}, nil
@@ -101,6 +107,9 @@ func (s *Sink) BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN) (Copy
 	if m.index.len() > 0 {
 		s.log.Warn("mirror already holds rows: the new copy replaces them", "table", m.name(), "rows", m.index.len())
 		m.truncate()
+	}
+	if len(m.keyType) == 1 && isEightByteKey(m.keyType[0]) {
+		m.index.reserveInts(int(sizeHint))
 	}
 	return CopyResume{}, nil
 }
@@ -149,16 +158,33 @@ func (s *Sink) copyLSN(st *sourceTable) (decode.LSN, bool) {
 type CopyWriter struct {
 	m      *mirror // read only while copying
 	fw     *fileWriter
-	keys   []string // key of the row at each position of fw
+	keys   copiedKeys // key of the row at each position of fw
 	closed []copiedFile
-	keyBuf []byte
 }
 
 // copiedFile is a closed data file of a copy, not yet committed.
 type copiedFile struct {
 	path string
 	df   icego.DataFile
-	keys []string
+	keys copiedKeys
+}
+
+// copiedKeys are the keys of a data file's rows in order, in one buffer:
+// no allocation and nothing for the garbage collector to scan per key.
+type copiedKeys struct {
+	buf  []byte
+	ends []uint32 // end of each key in buf
+}
+
+func (c *copiedKeys) len() int { return len(c.ends) }
+
+// key returns the key of row i, valid until the next append.
+func (c *copiedKeys) key(i int) []byte {
+	from := uint32(0)
+	if i > 0 {
+		from = c.ends[i-1]
+	}
+	return c.buf[from:c.ends[i]]
 }
 
 // NewCopyWriter returns a writer for a worker copying rows of relID, or nil
@@ -175,29 +201,34 @@ func (s *Sink) NewCopyWriter(relID uint32) (*CopyWriter, error) {
 	return w, nil
 }
 
-// Row writes one copied row.
+// Row writes one copied row. It keeps nothing of row: the key is copied,
+// the values are appended to Arrow builders.
 func (w *CopyWriter) Row(row decode.Tuple) error {
 	if w == nil {
 		return nil
 	}
-	k, b, err := w.m.keyInto(w.keyBuf, row)
-	w.keyBuf = b
+	from := len(w.keys.buf)
+	b, err := w.m.appendKey(w.keys.buf, row)
 	if err != nil {
 		return err
 	}
 	if w.fw == nil {
 		if w.fw, err = w.m.newDataFile(); err != nil {
+			w.keys.buf = b[:from]
 			return err
 		}
 	}
 	if err := w.m.appendRow(w.fw, row); err != nil {
+		w.keys.buf = b[:from]
 		return err
 	}
-	w.keys = append(w.keys, k)
+	w.keys.buf = b
+	w.keys.ends = append(w.keys.ends, uint32(len(b)))
 	if err := w.fw.rowDone(); err != nil {
 		return err
 	}
-	if w.fw.bytes() >= copyFileTarget {
+	// The file's size changes only when a batch is written.
+	if w.fw.rows%batchRows == 0 && w.fw.bytes() >= copyFileTarget || len(w.keys.buf) >= copyKeysTarget {
 		return w.closeFile()
 	}
 	return nil
@@ -213,7 +244,7 @@ func (w *CopyWriter) closeFile() error {
 		return err
 	}
 	w.closed = append(w.closed, copiedFile{path: w.fw.path, df: df, keys: w.keys})
-	w.fw, w.keys = nil, nil
+	w.fw, w.keys = nil, copiedKeys{}
 	return nil
 }
 
@@ -226,15 +257,21 @@ func (w *CopyWriter) take(upsert bool) (int, error) {
 		id := int32(len(m.files))
 		m.files = append(m.files, f.path)
 		m.closed = append(m.closed, f.df)
-		for pos, k := range f.keys {
+		for pos := range f.keys.len() {
+			k, l := f.keys.key(pos), loc{file: id, pos: int64(pos)}
 			if upsert {
-				m.deleteKey(k)
-			} else if _, dup := m.index.get(k); dup {
+				m.deleteKey(string(k))
+			}
+			if !m.index.add(k, l) && !upsert {
 				return rows, fmt.Errorf("%s: key %q copied twice", m.name(), k)
 			}
-			m.index.set(k, loc{file: id, pos: int64(pos)})
 		}
-		rows += len(f.keys)
+		rows += f.keys.len()
+	}
+	if n := len(w.closed); n > 0 && w.fw == nil && w.keys.len() == 0 {
+		// The next file's keys reuse the buffers of the last one.
+		last := w.closed[n-1].keys
+		w.keys = copiedKeys{buf: last.buf[:0], ends: last.ends[:0]}
 	}
 	m.changes += rows
 	w.closed = nil

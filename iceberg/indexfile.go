@@ -22,34 +22,52 @@ var indexMagic = []byte("PG2IKIX1")
 func (m *mirror) indexPath() string { return m.tbl.Location() + indexFileName }
 
 // saveIndex writes the index for the current snapshot. Call it only when
-// nothing is pending.
+// nothing is pending. The file is streamed: its size in memory is not
+// needed on top of the index.
 func (m *mirror) saveIndex() error {
 	snap := m.tbl.CurrentSnapshot()
 	if snap == nil || m.pending != nil || len(m.deletes) > 0 {
 		return nil
 	}
-	var buf bytes.Buffer
-	buf.Write(indexMagic)
-	buf.Write(binary.BigEndian.AppendUint64(nil, uint64(snap.SnapshotID)))
-	buf.Write(binary.AppendUvarint(nil, uint64(len(m.files))))
-	for _, f := range m.files {
-		buf.Write(binary.AppendUvarint(nil, uint64(len(f))))
-		buf.WriteString(f)
+	f, err := m.fs.Create(m.indexPath())
+	if err != nil {
+		return fmt.Errorf("save key index of %s: %w", m.name(), err)
 	}
-	buf.Write(binary.AppendUvarint(nil, uint64(m.index.len())))
+	if err := m.writeIndex(f, snap.SnapshotID); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("save key index of %s: %w", m.name(), err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("save key index of %s: %w", m.name(), err)
+	}
+	return nil
+}
+
+// writeIndex writes the index file's contents, then their CRC-32.
+func (m *mirror) writeIndex(f io.Writer, snapshotID int64) error {
+	crc := crc32.NewIEEE()
+	w := bufio.NewWriterSize(io.MultiWriter(f, crc), 1<<20)
+	w.Write(indexMagic)
+	w.Write(binary.BigEndian.AppendUint64(nil, uint64(snapshotID)))
+	w.Write(binary.AppendUvarint(nil, uint64(len(m.files))))
+	for _, path := range m.files {
+		w.Write(binary.AppendUvarint(nil, uint64(len(path))))
+		w.WriteString(path)
+	}
+	w.Write(binary.AppendUvarint(nil, uint64(m.index.len())))
 	var tmp []byte
 	for k, l := range m.index.all() {
 		tmp = binary.AppendUvarint(tmp[:0], uint64(len(k)))
 		tmp = append(tmp, k...)
 		tmp = binary.AppendUvarint(tmp, uint64(l.file))
 		tmp = binary.AppendUvarint(tmp, uint64(l.pos))
-		buf.Write(tmp)
+		w.Write(tmp)
 	}
-	buf.Write(binary.BigEndian.AppendUint32(nil, crc32.ChecksumIEEE(buf.Bytes())))
-	if err := m.fs.WriteFile(m.indexPath(), buf.Bytes()); err != nil {
-		return fmt.Errorf("save key index of %s: %w", m.name(), err)
+	if err := w.Flush(); err != nil { // bufio.Writer keeps the first error
+		return err
 	}
-	return nil
+	_, err := f.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32()))
+	return err
 }
 
 var errStaleIndex = errors.New("key index file is for another snapshot")

@@ -8,7 +8,10 @@ import (
 
 func TestKeyIndex(t *testing.T) {
 	x := newKeyIndex()
-	keys := []string{"", "a", strings.Repeat("k", 15), strings.Repeat("k", 16), strings.Repeat("long", 40), "\x00", "\x00\x00"}
+	keys := []string{"", "a", strings.Repeat("k", 15), strings.Repeat("k", 16), strings.Repeat("long", 40), "\x00", "\x00\x00",
+		// one 8-byte key part (the integer map), and 9-byte keys that are not
+		"\x08\x00\x00\x00\x00\x00\x00\x00\x01", "\x08\xff\xff\xff\xff\xff\xff\xff\xff", "\x08abcdefgh",
+		"\x07abcdefgh", "\x01a\x06bcdefg", "\x08abcdefghi", "\x08abcdefg"}
 	for i, k := range keys {
 		x.set(k, loc{file: int32(i), pos: int64(i) << 35})
 	}
@@ -22,7 +25,8 @@ func TestKeyIndex(t *testing.T) {
 		}
 	}
 	seen := map[string]bool{}
-	for k, l := range x.all() {
+	for kb, l := range x.all() {
+		k := string(kb)
 		if got, _ := x.get(k); got != l {
 			t.Errorf("all() yields %q with %v, get says %v", k, l, got)
 		}
@@ -31,16 +35,46 @@ func TestKeyIndex(t *testing.T) {
 	if len(seen) != len(keys) {
 		t.Errorf("all() yielded %d keys, want %d", len(seen), len(keys))
 	}
-	x.del("a")
-	x.del(strings.Repeat("long", 40))
-	if _, ok := x.get("a"); ok {
-		t.Errorf("get(a) after del found it")
+	deleted := []string{"a", strings.Repeat("long", 40), "\x08abcdefgh"}
+	for _, k := range deleted {
+		x.del(k)
+		if _, ok := x.get(k); ok {
+			t.Errorf("get(%q) after del found it", k)
+		}
 	}
-	if x.len() != len(keys)-2 {
-		t.Errorf("len() after two deletes = %d, want %d", x.len(), len(keys)-2)
+	if x.len() != len(keys)-len(deleted) {
+		t.Errorf("len() after %d deletes = %d, want %d", len(deleted), x.len(), len(keys)-len(deleted))
 	}
 	if l := unpackLoc(packLoc(loc{file: 1<<24 - 1, pos: 1<<40 - 1})); l.file != 1<<24-1 || l.pos != 1<<40-1 {
 		t.Errorf("pack/unpack of the largest location = %v", l)
+	}
+}
+
+func TestKeyIndexAdd(t *testing.T) {
+	for _, hint := range []int{0, 100} {
+		x := newKeyIndex()
+		x.reserveInts(hint)
+		keys := []string{"\x08\x00\x00\x00\x00\x00\x00\x00\x05", "short", strings.Repeat("long", 8)}
+		for i, k := range keys {
+			if !x.add([]byte(k), loc{pos: int64(i)}) {
+				t.Errorf("add(%q) to an index without it = false", k)
+			}
+			if l, ok := x.get(k); !ok || l.pos != int64(i) {
+				t.Errorf("get(%q) after add = %v, %v, want pos %d", k, l, ok, i)
+			}
+		}
+		for _, k := range keys {
+			if x.add([]byte(k), loc{pos: 99}) {
+				t.Errorf("add(%q) a second time = true", k)
+			}
+		}
+		if x.len() != len(keys) {
+			t.Errorf("len() = %d, want %d", x.len(), len(keys))
+		}
+		x.reserveInts(1000) // not empty: left as it is
+		if x.len() != len(keys) {
+			t.Errorf("len() after reserveInts on a full index = %d, want %d", x.len(), len(keys))
+		}
 	}
 }
 

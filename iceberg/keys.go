@@ -22,6 +22,16 @@ func appendKeyPart(dst, v []byte) []byte {
 	return append(dst, v...)
 }
 
+// isEightByteKey says whether a key column of type dt is always encoded as
+// one 8-byte part (see keyIndex).
+func isEightByteKey(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.INT32, arrow.INT64, arrow.FLOAT32, arrow.FLOAT64, arrow.DATE32, arrow.TIME64, arrow.TIMESTAMP:
+		return true
+	}
+	return false
+}
+
 // appendKeyFromText appends the key part of a value in its source text form.
 func appendKeyFromText(dst []byte, dt arrow.DataType, text []byte) ([]byte, error) {
 	var buf [16]byte

@@ -75,25 +75,27 @@ func (m *mirror) bind() error {
 
 // key encodes the key of a tuple (full row or key-only image).
 func (m *mirror) key(t decode.Tuple) (string, error) {
-	k, b, err := m.keyInto(m.keyBuf, t)
+	b, err := m.appendKey(m.keyBuf[:0], t)
+	if err != nil {
+		return "", err
+	}
 	m.keyBuf = b
-	return k, err
+	return string(b), nil
 }
 
-// keyInto is key with a caller's scratch buffer (safe for concurrent use).
-func (m *mirror) keyInto(b []byte, t decode.Tuple) (string, []byte, error) {
-	b = b[:0]
+// appendKey appends the key of a tuple to b (safe for concurrent use).
+func (m *mirror) appendKey(b []byte, t decode.Tuple) ([]byte, error) {
 	for j, i := range m.keyCols {
 		d := t[i]
 		if d.Kind != decode.Text {
-			return "", b, fmt.Errorf("%s: key column %s is %s in the change", m.name(), m.rel.Columns[i].Name, kindName(d.Kind))
+			return nil, fmt.Errorf("%s: key column %s is %s in the change", m.name(), m.rel.Columns[i].Name, kindName(d.Kind))
 		}
 		var err error
 		if b, err = appendKeyFromText(b, m.keyType[j], d.Data); err != nil {
-			return "", b, fmt.Errorf("%s: column %s: %w", m.name(), m.rel.Columns[i].Name, err)
+			return nil, fmt.Errorf("%s: column %s: %w", m.name(), m.rel.Columns[i].Name, err)
 		}
 	}
-	return string(b), b, nil
+	return b, nil
 }
 
 // newDataFile opens a new data file for rows of the mirror.

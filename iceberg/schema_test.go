@@ -1,18 +1,11 @@
 package iceberg
 
 import (
-	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	icego "github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/mapping"
 )
@@ -178,68 +171,20 @@ func TestCheckSameColumnsMismatch(t *testing.T) {
 // bridge's file writer and reads the Parquet file back.
 func TestWriteNested(t *testing.T) {
 	rel := nestedRelation()
-	sc, err := MirrorSchema(rel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "data.parquet")
-	fw, err := newFileWriter(icebergio.LocalFS{}, path, sc, *icego.UnpartitionedSpec, nil, icego.EntryContentData, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const null = "\x00"
 	rows := [][]string{
 		{"1", "{{1,2},{3,NULL}}", `(Main,"(1.5,2)","{a,b}")`, "happy", `"a"=>"1", "b"=>NULL`, "1 year 2 mons 3 days 04:05:06.789", `{"1 day",NULL}`},
 		{"2", "{}", "(,,)", "", "", "00:00:00", "{}"},
-		{"3", null, null, null, null, null, null},
+		{"3", nullText, nullText, nullText, nullText, nullText, nullText},
 	}
-	for _, row := range rows {
-		for i, v := range row {
-			var text []byte
-			if v != null {
-				text = []byte(v)
-			}
-			if err := mapping.Append(fw.builder(i), text); err != nil {
-				t.Fatalf("row %s column %s: %v", row[0], rel.Columns[i].Name, err)
-			}
-		}
-		if err := fw.rowDone(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	df, err := fw.close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if df.Count() != 3 {
-		t.Errorf("data file has %d rows, want 3", df.Count())
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	pf, err := file.NewParquetReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tbl.Release()
+	rec := readFile(t, writeFile(t, rel, len(rows), func(r int) []string { return rows[r] }))
 	want := map[string][]string{
 		"grid": {"[[1,2],[3,null]]", "[]", "(null)"},
 		"addr": {`{"geo":{"lat":1.5,"lon":2},"street":"Main","tags":["a","b"]}`, `{"geo":null,"street":null,"tags":null}`, "(null)"},
 		"span": {`{"days":3,"micros":14706789000,"months":14}`, `{"days":0,"micros":0,"months":0}`, "(null)"},
 	}
-	for c := 0; c < int(tbl.NumCols()); c++ {
-		name := tbl.Schema().Field(c).Name
-		arr := tbl.Column(c).Data().Chunk(0)
+	for c := 0; c < int(rec.NumCols()); c++ {
+		name := rec.Schema().Field(c).Name
+		arr := rec.Column(c)
 		if err := array.ValidateFull(arr); err != nil {
 			t.Errorf("column %s read back invalid: %v", name, err)
 		}
@@ -253,7 +198,7 @@ func TestWriteNested(t *testing.T) {
 			}
 		}
 	}
-	attrs := tbl.Column(4).Data().Chunk(0).(*array.Map)
+	attrs := rec.Column(4).(*array.Map)
 	if attrs.IsNull(0) || attrs.IsNull(1) || !attrs.IsNull(2) {
 		t.Errorf("attrs nulls = %t %t %t, want false false true", attrs.IsNull(0), attrs.IsNull(1), attrs.IsNull(2))
 	}

@@ -19,7 +19,8 @@ import (
 	"github.com/pg2iceberg/pg2iceberg/decode"
 )
 
-// RowWriter takes the rows one copy worker reads.
+// RowWriter takes the rows one copy worker reads. A row and its values are
+// valid only during the call: Row copies what it keeps.
 type RowWriter interface {
 	Row(row decode.Tuple) error
 }
@@ -31,8 +32,10 @@ type CopySink interface {
 	// the heap page ranges ([from, to), to 0 meaning to the end) an earlier,
 	// interrupted copy already committed, which are not copied again, and
 	// the rows they hold. resumeFrom is where the stream will resume (0: no
-	// resume possible).
-	BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN) (done [][2]int64, rows int64, err error)
+	// resume possible). sizeHint is the rows the copy is expected to bring,
+	// to size structures for them, never more than the table holds (0:
+	// unknown).
+	BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN, sizeHint int64) (done [][2]int64, rows int64, err error)
 	NewCopyWriter(relID uint32) (RowWriter, error)
 	// ChunkDone is called by a worker when w has written every row of the
 	// chunk [from, to).
@@ -111,11 +114,7 @@ func CopyTables(ctx context.Context, conn *pgx.Conn, slot NewSlot, rels []*decod
 		return cfg.Keepalive()
 	}
 	for _, rel := range rels {
-		done, rows, err := sink.BeginCopy(rel, slot.ConsistentPoint, cfg.ResumeFrom)
-		if err != nil {
-			return err
-		}
-		if err := copyTable(ctx, txs, rel, sink, cfg, done, rows, keepalive, log); err != nil {
+		if err := copyTable(ctx, txs, rel, sink, slot.ConsistentPoint, cfg, keepalive, log); err != nil {
 			return err
 		}
 		if err := sink.FinishCopy(ctx, rel.ID, slot.ConsistentPoint); err != nil {
@@ -139,7 +138,8 @@ type chunk struct{ from, to int64 }
 // the table may have grown since pages was read, so the chunk that reaches
 // the end is open.
 func planChunks(pages int64, workers int, done [][2]int64) []chunk {
-	size := min(max(pages/int64(workers*4), chunkPages), maxChunkPages)
+	parts := int64(workers * 4)
+	size := min(max((pages+parts-1)/parts, chunkPages), maxChunkPages) // rounded up: no sliver of a last chunk
 	var out []chunk
 	for _, gap := range remaining(done) {
 		end := gap.to
@@ -174,11 +174,17 @@ func remaining(done [][2]int64) []chunk {
 	return append(out, chunk{at, 0})
 }
 
-func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink CopySink, cfg CopyConfig, done [][2]int64, doneRows int64, keepalive func() error, log *slog.Logger) error {
+// copyTable copies one table in the snapshot at lsn (see CopyTables),
+// except the chunks an interrupted copy committed (see CopySink.BeginCopy).
+func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink CopySink, lsn decode.LSN, cfg CopyConfig, keepalive func() error, log *slog.Logger) error {
 	var estimate float64
-	var pages int64
-	if err := txs[0].QueryRow(ctx, "SELECT GREATEST(reltuples, 0), pg_relation_size($1::oid) / current_setting('block_size')::int FROM pg_class WHERE oid = $1", rel.ID).Scan(&estimate, &pages); err != nil {
+	var pages, statPages int64
+	if err := txs[0].QueryRow(ctx, "SELECT GREATEST(reltuples, 0), pg_relation_size($1::oid) / current_setting('block_size')::int, relpages FROM pg_class WHERE oid = $1", rel.ID).Scan(&estimate, &pages, &statPages); err != nil {
 		return fmt.Errorf("size of %s: %w", rel.QualifiedName(), err)
+	}
+	done, doneRows, err := sink.BeginCopy(rel, lsn, cfg.ResumeFrom, sizeHint(estimate, statPages, pages, rel.RowFilter != ""))
+	if err != nil {
+		return err
 	}
 	cols := make([]string, len(rel.Columns))
 	for i, c := range rel.Columns {
@@ -212,6 +218,7 @@ func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Cop
 			return err
 		}
 		g.Go(func() error {
+			parser := new(decode.CopyTextParser)
 			for c := range work {
 				q := base
 				if c.from > 0 {
@@ -220,7 +227,7 @@ func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Cop
 				if c.to > 0 {
 					q += fmt.Sprintf(" AND ctid < '(%d,0)'", c.to)
 				}
-				cw := &copyWriter{rel: rel, w: w, progress: p, keepalive: keepalive}
+				cw := &copyWriter{rel: rel, w: w, parser: parser, progress: p, keepalive: keepalive}
 				if _, err := tx.Conn().PgConn().CopyTo(gctx, cw, "COPY ("+q+") TO STDOUT"); err != nil {
 					return fmt.Errorf("copy %s: %w", rel.QualifiedName(), err)
 				}
@@ -245,6 +252,21 @@ func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Cop
 	log.Info("copy finished", "table", rel.QualifiedName(), "rows", p.rows.Load(), "rows_copied", copied, "elapsed", time.Since(p.start).Round(time.Millisecond),
 		"rows_per_s", int64(float64(copied)/max(time.Since(p.start).Seconds(), 0.001)))
 	return nil
+}
+
+// sizeHint estimates the rows a copy brings from the statistics (reltuples
+// rows in statPages pages) and the table's pages now, scaled down when the
+// table shrank since, never up: a hint sizes memory up front, so it must
+// not exceed what the table holds. A row filter may keep any share of the
+// rows, so a filtered table gets no hint.
+func sizeHint(reltuples float64, statPages, pages int64, filtered bool) int64 {
+	if filtered || statPages <= 0 || reltuples <= 0 {
+		return 0
+	}
+	if pages < statPages {
+		reltuples = reltuples * float64(pages) / float64(statPages)
+	}
+	return int64(reltuples)
 }
 
 // copyProgress counts a table's copied rows across workers and logs
@@ -333,6 +355,7 @@ func (p *copyProgress) done() {
 type copyWriter struct {
 	rel       *decode.Relation
 	w         RowWriter
+	parser    *decode.CopyTextParser
 	progress  *copyProgress
 	keepalive func() error
 	partial   []byte
@@ -351,7 +374,8 @@ func (w *copyWriter) Write(p []byte) (int, error) {
 			w.partial = append(w.partial[:0], p...)
 			return n, nil
 		}
-		row, err := decode.ParseCopyText(p[:i], len(w.rel.Columns))
+		// The row is valid until the next line: w.w copies what it keeps.
+		row, err := w.parser.Parse(p[:i], len(w.rel.Columns))
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", w.rel.QualifiedName(), err)
 		}

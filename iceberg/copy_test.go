@@ -1,0 +1,76 @@
+package iceberg
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// copied returns the keys of a copied file's rows.
+func copied(keys ...string) copiedKeys {
+	var c copiedKeys
+	for _, k := range keys {
+		c.buf = append(c.buf, k...)
+		c.ends = append(c.ends, uint32(len(c.buf)))
+	}
+	return c
+}
+
+// TestCopyWriterTake: a copy's keys go into the index at their files and
+// positions; a key copied twice is an error, unless the copy continues an
+// interrupted one (upsert), where the copied row replaces the live one.
+func TestCopyWriterTake(t *testing.T) {
+	one, two := "\x08\x00\x00\x00\x00\x00\x00\x00\x01", "\x08\x00\x00\x00\x00\x00\x00\x00\x02"
+	text, long := "\x03abc", "\x20"+strings.Repeat("k", 32)
+	newMirror := func() *mirror {
+		return &mirror{icebergTable: &icebergTable{ident: table.Identifier{"db", "t"}}, index: newKeyIndex()}
+	}
+	m := newMirror()
+	w := &CopyWriter{m: m, closed: []copiedFile{{path: "a", keys: copied(one, text)}, {path: "b", keys: copied(long, two)}}}
+	rows, err := w.take(false)
+	if err != nil || rows != 4 {
+		t.Fatalf("take = %d, %v, want 4 rows", rows, err)
+	}
+	for k, want := range map[string]loc{one: {0, 0}, text: {0, 1}, long: {1, 0}, two: {1, 1}} {
+		if l, ok := m.index.get(k); !ok || l != want {
+			t.Errorf("index of %q = %v, %t, want %v", k, l, ok, want)
+		}
+	}
+	if len(m.files) != 2 || m.files[1] != "b" || len(m.closed) != 2 {
+		t.Errorf("mirror files %v, %d closed, want [a b], 2", m.files, len(m.closed))
+	}
+	if w.keys.len() != 0 || len(w.closed) != 0 {
+		t.Errorf("writer keeps %d keys, %d files after take", w.keys.len(), len(w.closed))
+	}
+
+	for _, k := range []string{one, text, long} {
+		w := &CopyWriter{m: m, closed: []copiedFile{{path: "c", keys: copied(k)}}}
+		if _, err := w.take(false); err == nil || !strings.Contains(err.Error(), "copied twice") {
+			t.Errorf("take of %q copied again = %v, want a copied twice error", k, err)
+		}
+	}
+	w = &CopyWriter{m: newMirror(), closed: []copiedFile{{path: "c", keys: copied(two, one, two)}}}
+	if _, err := w.take(false); err == nil || !strings.Contains(err.Error(), "copied twice") {
+		t.Errorf("take of a file with a key twice = %v, want a copied twice error", err)
+	}
+
+	m = newMirror()
+	w = &CopyWriter{m: m, closed: []copiedFile{{path: "a", keys: copied(one, text)}}}
+	if _, err := w.take(true); err != nil {
+		t.Fatal(err)
+	}
+	w.closed = []copiedFile{{path: "b", keys: copied(text, two)}}
+	if rows, err := w.take(true); err != nil || rows != 2 {
+		t.Fatalf("upsert take = %d, %v, want 2 rows", rows, err)
+	}
+	if l, _ := m.index.get(text); l != (loc{1, 0}) {
+		t.Errorf("upserted key at %v, want file 1 position 0", l)
+	}
+	if len(m.deletes) != 1 || m.deletes[0] != (posDelete{path: "a", pos: 1}) {
+		t.Errorf("upsert deletes %v, want a position 1", m.deletes)
+	}
+	if m.index.len() != 3 {
+		t.Errorf("index holds %d keys after upsert, want 3", m.index.len())
+	}
+}
