@@ -29,6 +29,23 @@ func loadTable(t *testing.T, tg target, name string) *table.Table {
 	return tbl
 }
 
+// waitColumns waits until iceberg-go reads the table's columns as want,
+// failing the test when that takes longer than within after committed.
+func waitColumns(t *testing.T, tg target, table, want string, committed time.Time, within time.Duration, what string) {
+	t.Helper()
+	for {
+		got := icegoColumns(t, tg, table)
+		if got == want {
+			t.Logf("%s visible %v after commit", what, time.Since(committed).Round(10*time.Millisecond))
+			return
+		}
+		if time.Since(committed) > within {
+			t.Fatalf("columns %s %v after %s, want %s within %v", got, time.Since(committed), what, want, within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // icegoColumns reads a table's current column names with iceberg-go.
 func icegoColumns(t *testing.T, tg target, name string) string {
 	t.Helper()
@@ -79,18 +96,7 @@ func TestDDLCapture(t *testing.T) {
 
 	// A rename with no row change: visible within 2 x flush interval.
 	exec1(t, conn, `ALTER TABLE people RENAME COLUMN name TO full_name`)
-	committed := time.Now()
-	for {
-		got := icegoColumns(t, tg, "public.people")
-		if got == "id,full_name,age" {
-			t.Logf("rename visible %v after commit", time.Since(committed).Round(10*time.Millisecond))
-			break
-		}
-		if time.Since(committed) > 2*flush {
-			t.Fatalf("columns %s %v after the rename, want id,full_name,age within %v", got, time.Since(committed), 2*flush)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitColumns(t, tg, "public.people", "id,full_name,age", time.Now(), 2*flush, "the rename")
 	for _, f := range pyicebergSchema(t, tg, "public.people") {
 		if f.Name == "full_name" && f.ID != before["name"] {
 			t.Errorf("renamed column has field id %d, want %d (the old one)", f.ID, before["name"])
