@@ -196,7 +196,7 @@ func runCmd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.Background())
+	defer func() { conn.Close(context.Background()) }() // conn is reopened after a lost connection
 	rels, err := replication.Preflight(ctx, conn, pub, overrides)
 	if err != nil {
 		return fmt.Errorf("preflight failed:\n%w", err)
@@ -331,6 +331,15 @@ func runCmd(c *cli.Context) error {
 		repl.Close(context.Background())
 		if repl, err = reconnect(ctx, source, &backoff, log); err != nil {
 			return err
+		}
+		// A server restart drops the SQL connection too (table syncs and
+		// column descriptions use it): reopen it as well.
+		if err := conn.Ping(ctx); err != nil {
+			log.Warn("SQL connection lost too; reopening it", "error", err)
+			conn.Close(context.Background())
+			if conn, err = replication.Connect(ctx, source); err != nil {
+				return err
+			}
 		}
 		start = sink.Durable()
 	}

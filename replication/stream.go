@@ -179,6 +179,10 @@ func (s *stream) run(ctx context.Context) error {
 			if err := s.copyData(sinkCtx, m.Data, &nextStatus); err != nil {
 				return err
 			}
+		case *pgproto3.CopyDone, *pgproto3.CommandComplete:
+			// The server ended the stream: a shutdown or restart (fast
+			// shutdown ends walsenders cleanly). Reconnect, as for a drop.
+			return &ConnError{Op: "replication stream", Err: fmt.Errorf("the server ended the stream (%T); it is shutting down or restarting", raw)}
 		default:
 			return fmt.Errorf("unexpected replication message %T", raw)
 		}

@@ -156,6 +156,12 @@ func (p *Postgres) ExecDB(ctx context.Context, db, sql string, args ...any) erro
 	return nil
 }
 
+// Restart restarts the server on the same port (fast shutdown): every
+// connection is dropped, as in a server restart or a failover.
+func (p *Postgres) Restart() error {
+	return p.pgCtl("restart", "-D", p.DataDir, "-l", p.LogFile, "-m", "fast", "-w", "-t", "60", "-o", "-p "+strconv.Itoa(p.Port))
+}
+
 // Stop shuts the server down (fast mode) and removes its temp dir. It is
 // safe to call more than once.
 func (p *Postgres) Stop() error {
