@@ -265,6 +265,13 @@ func runCmd(c *cli.Context) error {
 				return stoppedOr(ctx, err, log)
 			}
 		}
+		// A re-copy for column values that was interrupted runs again.
+		for _, rel := range sink.RecopyPending() {
+			log.Info("an interrupted re-copy runs again", "table", rel.QualifiedName())
+			if err := backfillTable(ctx, c, source, conn, rel, sink, nil, 0, log); err != nil {
+				return stoppedOr(ctx, err, log)
+			}
+		}
 	}
 	var start decode.LSN
 	if !slotExists {
@@ -316,6 +323,10 @@ func runCmd(c *cli.Context) error {
 					return err
 				}
 				log.Info("column added with a default or retyped: copying the table again so existing rows show their values", "table", full.QualifiedName(), "added", cols.Added, "retyped", cols.Retyped)
+				reason := fmt.Sprintf("added %v, retyped %v", cols.Added, cols.Retyped)
+				if err := sink.MarkRecopy(ctx, relID, reason); err != nil {
+					return err
+				}
 				return backfillTable(ctx, c, source, conn, full, sink, keepalive, 0, log)
 			},
 		}, sink, log)

@@ -331,6 +331,7 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 		return nil
 	}
 	m := st.mirror
+	crashPoint("copy-finish")
 	s.copyMu.Lock()
 	writers := s.copying[relID]
 	delete(s.copying, relID)
@@ -361,6 +362,11 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 	txn := m.tbl.NewTransaction()
 	if err := txn.SetProperties(props); err != nil {
 		return fmt.Errorf("mark copy of %s complete: %w", m.name(), err)
+	}
+	if _, pending := m.tbl.Properties()[PropRecopy]; pending {
+		if err := txn.RemoveProperties([]string{PropRecopy}); err != nil {
+			return fmt.Errorf("mark copy of %s complete: %w", m.name(), err)
+		}
 	}
 	tbl, err := txn.Commit(ctx)
 	if err != nil {
@@ -402,6 +408,36 @@ func (s *Sink) recordResync(ctx context.Context, st *sourceTable, lsn decode.LSN
 	}
 	c.lastEnd = c.watermark // the stream's position is unchanged
 	return c.flush(ctx, s)
+}
+
+// PropRecopy is the mirror table property set while a table is copied
+// again for values no change event carries (ADD COLUMN ... DEFAULT, a
+// retype under new-column): FinishCopy removes it, and a start that finds
+// it copies the table again (see RecopyPending).
+const PropRecopy = "pg2iceberg.recopy"
+
+// MarkRecopy records why relID's mirror is about to be copied again.
+func (s *Sink) MarkRecopy(ctx context.Context, relID uint32, reason string) error {
+	st, ok := s.tables[relID]
+	if !ok || st.mirror == nil {
+		return nil
+	}
+	return st.mirror.setProperties(ctx, "mark a re-copy of", icego.Properties{PropRecopy: reason})
+}
+
+// RecopyPending returns the tables whose re-copy (MarkRecopy) did not
+// finish.
+func (s *Sink) RecopyPending() []*decode.Relation {
+	var out []*decode.Relation
+	for _, st := range s.tables {
+		if st.mirror == nil {
+			continue
+		}
+		if _, ok := st.mirror.tbl.Properties()[PropRecopy]; ok {
+			out = append(out, st.rel)
+		}
+	}
+	return out
 }
 
 // CopyState says which mirrors have a complete initial copy.

@@ -12,8 +12,10 @@ import (
 // the n-th time it reaches <point>. Points: "before-commit" (a table's
 // Parquet files are written, its commit is not) and "after-commit" (a flush
 // is committed, the slot is not yet acknowledged), "mid-batch" (a change is
-// being applied, the batch is not flushed) and "copy-done" (a
-// table's initial copy is committed and marked complete).
+// being applied, the batch is not flushed), "copy-finish" (a copy's rows
+// are written, FinishCopy has not committed them), "copy-chunk" (a chunk of
+// a first copy is committed) and "copy-done" (a table's copy is committed
+// and marked complete).
 var crash = parseCrash(os.Getenv("PG2ICEBERG_TEST_CRASH"))
 
 type crashSpec struct {

@@ -355,3 +355,34 @@ func TestRenamesUnderLoad(t *testing.T) {
 	stop()
 	b.stop(t)
 }
+
+// The re-copy that ADD COLUMN ... DEFAULT starts is recorded
+// (pg2iceberg.recopy) before it runs: killed during it, the bridge copies
+// the table again at the next start, and existing rows show the default.
+func TestRecopyAfterKill(t *testing.T) {
+	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
+		INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 100) g;
+		CREATE PUBLICATION rc_pub FOR TABLE t;`)
+	tg := localTarget(t)
+	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "rc_pub", "--flush-interval", "1s"}, tg.args()...)
+	// The first FinishCopy is the initial copy's, the second the re-copy's.
+	b := startBridge(t, []string{"PG2ICEBERG_TEST_CRASH=copy-finish:2"}, run...)
+	waitSlot(t, conn, "pg2iceberg_rc_pub", b)
+	exec1(t, conn, `ALTER TABLE t ADD COLUMN d text NOT NULL DEFAULT 'dflt'`)
+	exec1(t, conn, `UPDATE t SET v = 'x' WHERE id = 1`)
+	b.exited(t, time.Minute)
+	if p := loadTable(t, tg, "public.t").Properties()[iceberg.PropRecopy]; p == "" {
+		t.Fatalf("killed during the re-copy, but %s is not set; log:\n%s", iceberg.PropRecopy, tail(b.log(), 10))
+	}
+	b = startBridge(t, nil, run...)
+	waitSlot(t, conn, "pg2iceberg_rc_pub", b)
+	waitCaughtUp(t, conn, "pg2iceberg_rc_pub", b)
+	b.stop(t)
+	if !strings.Contains(b.log(), "an interrupted re-copy runs again") {
+		t.Errorf("the restart did not copy the table again; log:\n%s", tail(b.log(), 10))
+	}
+	if p, ok := loadTable(t, tg, "public.t").Properties()[iceberg.PropRecopy]; ok {
+		t.Errorf("%s still set (%q) after the re-copy", iceberg.PropRecopy, p)
+	}
+	compareRows(t, "pyiceberg", "t", "id", pyicebergRows(t, tg, "public.t"), pgRows(t, conn, "id::text AS id, v, d", "t"))
+}
