@@ -10,8 +10,20 @@ import (
 // Decoder decodes pgoutput messages of one replication session. The zero
 // value is ready to use. A Decoder is not safe for concurrent use.
 type Decoder struct {
+	// Transient makes a *Change that Decode or DecodeStreamed returns valid
+	// only until the next call: it is the decoder's own, overwritten by the
+	// next change, and its Datums alias the input, which must stay unchanged
+	// until then. Decoding a change then allocates nothing. The replication
+	// stream sets it: it applies each message before it receives the next.
+	// Without it a decoded message shares nothing with the input or with
+	// other messages.
+	Transient bool
+
 	relations map[uint32]*Relation
 	inStream  bool
+
+	change        Change // returned with Transient
+	before, after Tuple  // backing arrays of change's tuples
 }
 
 // Relation returns the cached relation with the given OID.
@@ -21,7 +33,21 @@ func (d *Decoder) Relation(id uint32) (*Relation, bool) {
 }
 
 // Decode decodes one XLogData payload.
-func (d *Decoder) Decode(data []byte) (msg Message, err error) {
+func (d *Decoder) Decode(data []byte) (Message, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("empty pgoutput message")
+	}
+	switch data[0] {
+	case 'I', 'U', 'D':
+		return d.decodeChange(data)
+	}
+	return d.decodeV2(data)
+}
+
+// decodeV2 decodes a payload with pglogrepl.ParseV2. Decode uses it for
+// every message but Insert, Update and Delete (see decodeChange); tests
+// hold decodeChange to what it makes of those.
+func (d *Decoder) decodeV2(data []byte) (msg Message, err error) {
 	defer func() {
 		// pglogrepl indexes into the buffer without checking every length;
 		// malformed input must become an error, never a crash.

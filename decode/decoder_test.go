@@ -1154,7 +1154,21 @@ func FuzzDecode(f *testing.F) {
 		}
 		if err == nil {
 			checkMessage(t, msg)
-			_ = render(msg)
+			got := render(msg)
+			// A change the fast path accepts, ParseV2 reads the same way.
+			if _, ok := msg.(*decode.Change); ok {
+				ref := *relations
+				if streamed {
+					_, _ = ref.Decode([]byte{'S', 0, 0, 0, 1, 1}) // enter a segment
+				}
+				want, err := ref.DecodeWithParseV2(data)
+				if err != nil {
+					t.Fatalf("change %s: ParseV2 fails: %v", got, err)
+				}
+				if w := render(want); w != got {
+					t.Fatalf("change decodes as %s, ParseV2 as %s", got, w)
+				}
+			}
 		}
 	})
 }

@@ -13,6 +13,10 @@
 //   - An unchanged TOAST value ('u' in pgoutput) is a Datum of kind
 //     Unchanged, never confused with NULL.
 //   - Malformed input yields an error, never a panic.
+//   - Insert, Update and Delete, the bulk of a stream, are read without
+//     pglogrepl; with Decoder.Transient they allocate nothing, and the
+//     change is valid only until the next message is decoded. Every other
+//     message is parsed by pglogrepl.ParseV2.
 //
 // The same Datum type carries values read by the initial copy (COPY text
 // format, see ParseCopyText), so both paths feed one value decoder in mapping.

@@ -229,7 +229,10 @@ func (s *Sink) TakeAdded() map[uint32]decode.NewColumns {
 // appendCell decodes one value into b, applying the column's override: with
 // lossy: allow a numeric is rounded to the decimal's scale first; a
 // timestamptz rule reads a timestamp as wall-clock time in its zone.
-func appendCell(b array.Builder, c decode.Column, text []byte) error {
+func appendCell(b array.Builder, c *decode.Column, text []byte) error {
+	if c.Override == nil {
+		return mapping.Append(b, text)
+	}
 	if text != nil && c.Override.LossyAllowed() {
 		if d, ok := b.Type().(*arrow.Decimal128Type); ok {
 			r, err := mapping.RoundDecimal(text, int(d.Scale))
@@ -264,7 +267,7 @@ func appendTuple(builder func(int) array.Builder, idx, unbound []int, rel *decod
 		case decode.Unchanged:
 			return i, &UnchangedToastError{Table: rel.QualifiedName(), Column: rel.Columns[i].Name}
 		}
-		if err := appendCell(builder(idx[i]), rel.Columns[i], text); err != nil {
+		if err := appendCell(builder(idx[i]), &rel.Columns[i], text); err != nil {
 			return i, err
 		}
 	}

@@ -84,6 +84,7 @@ type Sink struct {
 	tx      txInfo
 	seq     int64
 	touched map[*sourceTable]bool
+	last    *sourceTable // the table of the last change, in touched
 
 	lastEnd    decode.LSN // end LSN of the last transaction seen
 	durable    decode.LSN // every transaction ending at or below is committed
@@ -313,12 +314,17 @@ func (s *Sink) Begin(xid uint32, commitLSN decode.LSN, commitTS time.Time) {
 	s.tx = txInfo{xid: xid, commitLSN: commitLSN, commitTS: commitTS}
 	s.seq = 0
 	clear(s.touched)
+	s.last = nil
 }
 
 // skip reports whether the open transaction is already in t.
 func (s *Sink) skip(t *icebergTable) bool { return s.tx.commitLSN < t.watermark }
 
-// Change applies a row change of the open transaction.
+// Change applies a row change of the open transaction. c and the data of
+// its tuples are valid only until Change returns (the stream decodes into
+// reused buffers that alias the receive buffer): whatever is kept is
+// copied — the key index keeps keys as strings or integers, the Arrow
+// builders copy values.
 func (s *Sink) Change(c *decode.Change) error {
 	if !s.txOpen {
 		return errors.New("change outside a transaction")
@@ -342,13 +348,16 @@ func (s *Sink) Change(c *decode.Change) error {
 		if err := st.mirror.apply(c, after); err != nil {
 			return err
 		}
-		s.touched[st] = true
 	}
 	if toLog {
 		if err := st.changelog.append(c.Op, s.tx, s.seq, c.Before, after); err != nil {
 			return err
 		}
+	}
+	if (toMirror || toLog) && st != s.last {
+		// A transaction's changes mostly hit one table: no map write per change.
 		s.touched[st] = true
+		s.last = st
 	}
 	s.pending++
 	return nil

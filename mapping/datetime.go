@@ -155,6 +155,15 @@ var errTimestampRange = fmt.Errorf("out of range for a microsecond timestamp")
 // 1970-01-01 00:00:00 UTC. With withZone the value must carry a UTC offset
 // (timestamptz), which is applied.
 func ParseTimestamp(text []byte, withZone bool) (int64, error) {
+	if v, ok := usualTimestamp(text, withZone); ok {
+		return v, nil
+	}
+	return scanTimestamp(text, withZone)
+}
+
+// scanTimestamp is ParseTimestamp for every form: BC, years beyond 9999,
+// 24:00:00, leap seconds, errors.
+func scanTimestamp(text []byte, withZone bool) (int64, error) {
 	if err := special(text); err != nil {
 		return 0, err
 	}
@@ -214,6 +223,81 @@ func ParseTimestamp(text []byte, withZone bool) (int64, error) {
 		return 0, errTimestampRange
 	}
 	return v, nil
+}
+
+// usualTimestamp reads the usual form of a timestamp at fixed positions:
+// "YYYY-MM-DD HH:MM:SS[.f{1,6}]", then with withZone "+HH[:MM[:SS]]" (or
+// '-'), AD, a valid date and a time before 24:00:00. ok is false for
+// anything else, which the scanner reads (or refuses) as ParseTimestamp
+// always has: the values read here are the ones it reads.
+func usualTimestamp(t []byte, withZone bool) (v int64, ok bool) {
+	if len(t) < 19 || t[4] != '-' || t[7] != '-' || t[10] != ' ' || t[13] != ':' || t[16] != ':' {
+		return 0, false
+	}
+	two := func(i int) int64 {
+		a, b := t[i]-'0', t[i+1]-'0'
+		if a > 9 || b > 9 {
+			ok = false
+		}
+		return int64(a)*10 + int64(b)
+	}
+	ok = true
+	y := two(0)*100 + two(2)
+	m, d := two(5), two(8)
+	h, mi, sec := two(11), two(14), two(17)
+	if !ok || m < 1 || m > 12 || d < 1 || d > daysIn[m] || (m == 2 && d == 29 && !isLeap(y)) || h > 23 || mi > 59 || sec > 59 {
+		return 0, false
+	}
+	p := 19
+	var frac int64
+	if p < len(t) && t[p] == '.' {
+		p++
+		n := 0
+		for ; n < 6 && p < len(t) && t[p] >= '0' && t[p] <= '9'; n++ {
+			frac = frac*10 + int64(t[p]-'0')
+			p++
+		}
+		if n == 0 {
+			return 0, false
+		}
+		for ; n < 6; n++ {
+			frac *= 10
+		}
+	}
+	var offset int64
+	if withZone {
+		if p+3 > len(t) || (t[p] != '+' && t[p] != '-') {
+			return 0, false
+		}
+		secs := two(p+1) * 3600
+		for q := p + 3; q < len(t) && q < p+9; q += 3 { // :MM, then :SS
+			if t[q] != ':' || q+3 > len(t) {
+				return 0, false
+			}
+			x := two(q + 1)
+			if x > 59 {
+				return 0, false
+			}
+			if q == p+3 {
+				secs += x * 60
+			} else {
+				secs += x
+			}
+		}
+		if !ok {
+			return 0, false
+		}
+		if t[p] == '-' {
+			secs = -secs
+		}
+		offset = secs * usPerSecond
+		p = min(len(t), p+9)
+	}
+	if p != len(t) {
+		return 0, false
+	}
+	us := ((h*60+mi)*60+sec)*usPerSecond + frac
+	return daysFromCivil(y, m, d)*usPerDay + us - offset, true
 }
 
 // WallToUTC turns a wall-clock timestamp in loc (microseconds since the

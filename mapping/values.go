@@ -1,10 +1,11 @@
 package mapping
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/big"
+	"math/bits"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -100,7 +101,26 @@ func Append(b array.Builder, text []byte) error {
 			return valueErr(text, b.Type(), err.Error())
 		}
 		b.Append(arrow.Timestamp(us))
+	case *array.Date32Builder:
+		d, err := ParseDate(text)
+		if err != nil {
+			return valueErr(text, b.Type(), err.Error())
+		}
+		b.Append(arrow.Date32(d))
+	case *array.Time64Builder:
+		us, err := ParseTime(text)
+		if err != nil {
+			return valueErr(text, b.Type(), err.Error())
+		}
+		b.Append(arrow.Time64(us))
+	case *extensions.UUIDBuilder:
+		u, err := uuid.ParseBytes(text)
+		if err != nil {
+			return valueErr(text, b.Type(), "not a uuid")
+		}
+		b.Append(u)
 	default:
+		// Nested and rarer types: through a Go value (boxed, so allocated).
 		v, err := decodeValue(b.Type(), text)
 		if err != nil {
 			var unknown *noDecoderError
@@ -236,8 +256,8 @@ func parseBool(text []byte) (bool, error) {
 }
 
 func parseInt32(text []byte) (int32, error) {
-	v, err := strconv.ParseInt(string(text), 10, 32)
-	if err != nil {
+	v, ok := parseInt(text, 32)
+	if !ok {
 		return 0, errors.New("not a 32-bit integer")
 	}
 	return int32(v), nil
@@ -261,34 +281,64 @@ func parseFloat64(text []byte) (float64, error) {
 
 // parseInt64 reads int8 and oid (unsigned 32-bit): both fit int64.
 func parseInt64(text []byte) (int64, error) {
-	v, err := strconv.ParseInt(string(text), 10, 64)
-	if err != nil {
+	v, ok := parseInt(text, 64)
+	if !ok {
 		return 0, errors.New("not a 64-bit integer")
 	}
 	return v, nil
 }
 
-// ParseDecimal parses a numeric's text form into an unscaled 128-bit
-// integer with the given scale, failing rather than rounding.
-func ParseDecimal(text []byte, precision, scale int) (decimal128.Num, error) {
-	s := string(text)
-	switch s {
-	case "NaN", "Infinity", "-Infinity":
-		return decimal128.Num{}, fmt.Errorf("not a number: %s has no decimal equivalent (map the column to string to keep it)", s)
+// parseInt reads what strconv.ParseInt(string(text), 10, bitSize) accepts
+// (an optional sign, then decimal digits, within range) without the
+// string conversion.
+func parseInt(text []byte, bitSize uint) (int64, bool) {
+	neg := false
+	if len(text) > 0 && (text[0] == '+' || text[0] == '-') {
+		neg = text[0] == '-'
+		text = text[1:]
 	}
+	if len(text) == 0 {
+		return 0, false
+	}
+	limit := uint64(1) << (bitSize - 1) // magnitude of the most negative value
+	var n uint64
+	for _, c := range text {
+		if c < '0' || c > '9' || n > limit/10 {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+		if n > limit {
+			return 0, false
+		}
+	}
+	if neg {
+		return -int64(n), true
+	}
+	if n == limit {
+		return 0, false
+	}
+	return int64(n), true
+}
+
+// ParseDecimal parses a numeric's text form into an unscaled 128-bit
+// integer with the given scale, failing rather than rounding. It reads the
+// digits straight into the 128-bit value: no allocation.
+func ParseDecimal(text []byte, precision, scale int) (decimal128.Num, error) {
+	switch string(text) {
+	case "NaN", "Infinity", "-Infinity":
+		return decimal128.Num{}, fmt.Errorf("not a number: %s has no decimal equivalent (map the column to string to keep it)", text)
+	}
+	s := text
 	neg := false
 	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
 		neg = s[0] == '-'
 		s = s[1:]
 	}
-	intPart, frac := s, ""
-	for i := 0; i < len(s); i++ {
-		if s[i] == '.' {
-			intPart, frac = s[:i], s[i+1:]
-			break
-		}
+	intPart, frac := s, s[len(s):]
+	if i := bytes.IndexByte(s, '.'); i >= 0 {
+		intPart, frac = s[:i], s[i+1:]
 	}
-	if intPart == "" && frac == "" {
+	if len(intPart) == 0 && len(frac) == 0 {
 		return decimal128.Num{}, fmt.Errorf("not a number")
 	}
 	// Trailing zeros beyond the scale carry no information.
@@ -298,29 +348,51 @@ func ParseDecimal(text []byte, precision, scale int) (decimal128.Num, error) {
 	if len(frac) > scale {
 		return decimal128.Num{}, fmt.Errorf("more than %d digits after the point", scale)
 	}
-	digits := intPart + frac
-	for i := len(frac); i < scale; i++ {
-		digits += "0"
-	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return decimal128.Num{}, fmt.Errorf("not a number")
+	// The unscaled value's digits are intPart, frac and pad zeros.
+	pad := max(scale-len(frac), 0)
+	total, lead, i := len(intPart)+len(frac)+pad, 0, 0
+	for _, part := range [2][]byte{intPart, frac} {
+		for _, c := range part {
+			if c < '0' || c > '9' {
+				return decimal128.Num{}, fmt.Errorf("not a number")
+			}
+			if c == '0' && lead == i {
+				lead++
+			}
+			i++
 		}
 	}
 	// Leading zeros do not count towards precision.
-	trimmed := digits
-	for len(trimmed) > 1 && trimmed[0] == '0' {
-		trimmed = trimmed[1:]
+	sig := total - lead
+	if lead == i {
+		sig = min(total, 1) // all zeros: one significant digit
 	}
-	if len(trimmed) > precision {
+	if sig > precision {
 		return decimal128.Num{}, fmt.Errorf("more than %d significant digits", precision)
 	}
-	var v big.Int
-	v.SetString(digits, 10)
-	if neg {
-		v.Neg(&v)
+	if sig > 38 { // beyond 128 bits
+		return decimal128.Num{}, fmt.Errorf("more than 38 significant digits")
 	}
-	return decimal128.FromBigInt(&v), nil
+	var hi, lo uint64
+	mul10 := func(d uint64) {
+		h, l := bits.Mul64(lo, 10)
+		var carry uint64
+		lo, carry = bits.Add64(l, d, 0)
+		hi = hi*10 + h + carry
+	}
+	for _, part := range [2][]byte{intPart, frac} {
+		for _, c := range part {
+			mul10(uint64(c - '0'))
+		}
+	}
+	for range pad {
+		mul10(0)
+	}
+	v := decimal128.New(int64(hi), lo)
+	if neg {
+		v = v.Negate()
+	}
+	return v, nil
 }
 
 // ParseBytea decodes bytea's hex output form (\x0a1b...).

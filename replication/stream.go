@@ -27,6 +27,8 @@ type Sink interface {
 	// by table.
 	TakeAdded() map[uint32]decode.NewColumns
 	Begin(xid uint32, commitLSN decode.LSN, commitTS time.Time)
+	// Change applies a row change. c and its tuples' data are valid only
+	// until Change returns: the sink copies what it keeps.
 	Change(c *decode.Change) error
 	Truncate(rels []*decode.Relation) error
 	Commit(ctx context.Context, end decode.LSN) error
@@ -99,6 +101,10 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, cfg StreamConfig, sink Sin
 	}
 	defer sp.close()
 	s := &stream{cfg: cfg, conn: conn, sink: sink, log: log, spool: sp, progress: cfg.Progress}
+	// Each message is applied before the next is received or replayed, and
+	// the sink copies what it keeps of a change (see Sink.Change): changes
+	// may alias the receive buffer.
+	s.dec.Transient = true
 	if s.progress == nil {
 		s.progress = &Progress{}
 	}
@@ -121,10 +127,19 @@ func (s *stream) run(ctx context.Context) error {
 	// A flush, once started, finishes even when ctx is cancelled (SIGTERM):
 	// the sink gets a context that is never cancelled.
 	sinkCtx := context.WithoutCancel(ctx)
-	nextStatus := time.Now().Add(s.cfg.StatusInterval)
-	nextTick := time.Now().Add(s.cfg.TickInterval)
+	now := time.Now()
+	nextStatus := now.Add(s.cfg.StatusInterval)
+	nextTick := now.Add(s.cfg.TickInterval)
+	// Reading the clock costs about as much as decoding a change: after a
+	// change it is read only every clockEvery messages. Anything else (a
+	// commit may flush for seconds), a receive timeout and a passed read
+	// deadline (which the next socket read reports as a timeout) read it.
+	const clockEvery = 32
+	stale := 0 // changes handled since now was read
 	for {
-		now := time.Now()
+		if stale == 0 {
+			now = time.Now()
+		}
 		if !now.Before(nextTick) {
 			nextTick = now.Add(s.cfg.TickInterval)
 			if !s.inTx {
@@ -161,8 +176,10 @@ func (s *stream) run(ctx context.Context) error {
 			readDeadline = deadline
 		}
 		raw, err := s.conn.ReceiveMessage(context.Background())
+		stale = (stale + 1) % clockEvery
 		if err != nil {
 			if pgconn.Timeout(err) {
+				stale = 0
 				continue
 			}
 			return &ConnError{Op: "receive replication message", Err: err}
@@ -178,6 +195,9 @@ func (s *stream) run(ctx context.Context) error {
 		case *pgproto3.CopyData:
 			if err := s.copyData(sinkCtx, m.Data, &nextStatus); err != nil {
 				return err
+			}
+			if !isChange(m.Data) {
+				stale = 0
 			}
 		case *pgproto3.CopyDone, *pgproto3.CommandComplete:
 			// The server ended the stream: a shutdown or restart (fast
@@ -219,6 +239,20 @@ func (s *stream) copyData(ctx context.Context, data []byte, nextStatus *time.Tim
 		return s.message(ctx, x.WALData)
 	}
 	return nil
+}
+
+// isChange reports whether a CopyData payload is XLogData holding an
+// Insert, Update or Delete.
+func isChange(data []byte) bool {
+	const hdr = 1 + 8 + 8 + 8 // 'w', WAL start, WAL end, send time
+	if len(data) <= hdr || data[0] != pglogrepl.XLogDataByteID {
+		return false
+	}
+	switch data[hdr] {
+	case 'I', 'U', 'D':
+		return true
+	}
+	return false
 }
 
 // message handles one pgoutput message in WAL order.
