@@ -360,19 +360,12 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 	}
 	_, recopy := m.tbl.Properties()[PropCopyLSN]
 	txn := m.tbl.NewTransaction()
-	if err := txn.SetProperties(props); err != nil {
-		return fmt.Errorf("mark copy of %s complete: %w", m.name(), err)
-	}
 	if _, pending := m.tbl.Properties()[PropRecopy]; pending {
 		if err := txn.RemoveProperties([]string{PropRecopy}); err != nil {
 			return fmt.Errorf("mark copy of %s complete: %w", m.name(), err)
 		}
 	}
-	tbl, err := txn.Commit(ctx)
-	if err != nil {
-		return fmt.Errorf("mark copy of %s complete: %w", m.name(), err)
-	}
-	if err := m.committedTo(tbl); err != nil {
+	if err := m.commitTxn(ctx, txn, "mark complete the copy of", props); err != nil {
 		return err
 	}
 	crashPoint("copy-done")

@@ -174,18 +174,11 @@ func (s *Sink) renameColumns(ctx context.Context, st *sourceTable, t *icebergTab
 	if len(renames) > 0 {
 		props[PropSchemaLSN] = strconv.FormatUint(uint64(s.tx.commitLSN), 10)
 	}
-	if err := txn.SetProperties(props); err != nil {
-		return fmt.Errorf("rename columns of %s: %w", t.name(), err)
-	}
-	tbl, err := txn.Commit(ctx)
-	if err != nil {
-		return fmt.Errorf("rename columns of %s: %w", t.name(), err)
-	}
-	if err := t.committedTo(tbl); err != nil {
+	if err := t.commitTxn(ctx, txn, "rename columns of", props); err != nil {
 		return err
 	}
 	for from, to := range renames {
-		s.log.Info("schema evolved", "table", t.name(), "change", "rename column "+from+" to "+to, "schema_id", tbl.Schema().ID)
+		s.log.Info("schema evolved", "table", t.name(), "change", "rename column "+from+" to "+to, "schema_id", t.tbl.Schema().ID)
 	}
 	return nil
 }

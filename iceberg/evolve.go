@@ -200,14 +200,7 @@ func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changel
 	if err := us.Commit(); err != nil {
 		return nil, fmt.Errorf("evolve schema of %s: %w", t.name(), err)
 	}
-	if err := txn.SetProperties(icego.Properties{PropSchemaLSN: strconv.FormatUint(uint64(lsn), 10)}); err != nil {
-		return nil, fmt.Errorf("evolve schema of %s: %w", t.name(), err)
-	}
-	tbl, err := txn.Commit(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("evolve schema of %s: %w", t.name(), err)
-	}
-	if err := t.committedTo(tbl); err != nil {
+	if err := t.commitTxn(ctx, txn, "evolve schema of", icego.Properties{PropSchemaLSN: strconv.FormatUint(uint64(lsn), 10)}); err != nil {
 		return nil, err
 	}
 	return updates, nil

@@ -80,14 +80,7 @@ func (s *Sink) changeKey(ctx context.Context, m *mirror, rel *decode.Relation, l
 	if err := us.Commit(); err != nil {
 		return fmt.Errorf("change the key of %s: %w", m.name(), err)
 	}
-	if err := txn.SetProperties(icego.Properties{PropSchemaLSN: strconv.FormatUint(uint64(lsn), 10)}); err != nil {
-		return fmt.Errorf("change the key of %s: %w", m.name(), err)
-	}
-	tbl, err := txn.Commit(ctx)
-	if err != nil {
-		return fmt.Errorf("change the key of %s: %w", m.name(), err)
-	}
-	if err := m.committedTo(tbl); err != nil {
+	if err := m.commitTxn(ctx, txn, "change the key of", icego.Properties{PropSchemaLSN: strconv.FormatUint(uint64(lsn), 10)}); err != nil {
 		return err
 	}
 	m.rel = rel

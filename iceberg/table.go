@@ -263,7 +263,12 @@ func dataPath(tbl *table.Table, partitionDir string) string {
 // setProperties sets table properties in a commit of their own; what says
 // what for an error ("record attnums of" → "record attnums of s.t: ...").
 func (t *icebergTable) setProperties(ctx context.Context, what string, props icego.Properties) error {
-	txn := t.tbl.NewTransaction()
+	return t.commitTxn(ctx, t.tbl.NewTransaction(), what, props)
+}
+
+// commitTxn sets props on txn (which may hold schema updates already),
+// commits it and moves the table to the result.
+func (t *icebergTable) commitTxn(ctx context.Context, txn *table.Transaction, what string, props icego.Properties) error {
 	if err := txn.SetProperties(props); err != nil {
 		return fmt.Errorf("%s %s: %w", what, t.name(), err)
 	}

@@ -106,7 +106,8 @@ func TestBackfillUnderLoadWithKill(t *testing.T) {
 	finished := lastLine(b.log(), `msg="copy finished" table=public.big`)
 	t.Logf("restart: %s\n%s", resumed, finished)
 	var copied int64
-	if _, err := fmt.Sscanf(finished[strings.Index(finished, "rows_copied="):], "rows_copied=%d", &copied); err != nil || !strings.Contains(resumed, "table=public.big") || copied <= 0 || copied >= rows {
+	_, after, _ := strings.Cut(finished, "rows_copied=")
+	if _, err := fmt.Sscanf(after, "%d", &copied); err != nil || !strings.Contains(resumed, "table=public.big") || copied <= 0 || copied >= rows {
 		t.Errorf("the restart did not resume the copy of big (copied %d of %d rows again)", copied, rows)
 	}
 
