@@ -115,41 +115,24 @@ type walsenderCPU struct {
 func (e *env) watchWalsender(ctx context.Context, app string) *walsenderCPU {
 	w := &walsenderCPU{stop: make(chan struct{}), done: make(chan struct{})}
 	since := time.Now() // a walsender of an earlier run may linger
-	go func() {
-		defer close(w.done)
-		conn, err := e.pg.Conn(ctx, benchDB)
-		if err != nil {
-			return
-		}
-		defer conn.Close(context.Background())
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			w.mu.Lock()
-			pid := w.pid
-			w.mu.Unlock()
-			if pid == 0 {
-				var p int
-				if err := conn.QueryRow(ctx, "SELECT pid FROM pg_stat_replication WHERE application_name = $1 AND backend_start >= $2 ORDER BY backend_start DESC LIMIT 1", app, since).Scan(&p); err == nil {
-					c, _ := procCPU(p)
-					w.mu.Lock()
-					w.pid, w.last = p, c
-					w.mu.Unlock()
-				}
-			} else if c, err := procCPU(pid); err == nil {
+	go e.sampleEvery(ctx, 50*time.Millisecond, w.stop, w.done, func(conn *pgx.Conn, _ int) {
+		w.mu.Lock()
+		pid := w.pid
+		w.mu.Unlock()
+		if pid == 0 {
+			var p int
+			if err := conn.QueryRow(ctx, "SELECT pid FROM pg_stat_replication WHERE application_name = $1 AND backend_start >= $2 ORDER BY backend_start DESC LIMIT 1", app, since).Scan(&p); err == nil {
+				c, _ := procCPU(p)
 				w.mu.Lock()
-				w.last = c
+				w.pid, w.last = p, c
 				w.mu.Unlock()
 			}
-			select {
-			case <-w.stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+		} else if c, err := procCPU(pid); err == nil {
+			w.mu.Lock()
+			w.last = c
+			w.mu.Unlock()
 		}
-	}()
+	})
 	return w
 }
 
@@ -177,45 +160,28 @@ type backendsCPU struct {
 func (e *env) watchBackends(ctx context.Context, app string) *backendsCPU {
 	w := &backendsCPU{last: map[int]float64{}, stop: make(chan struct{}), done: make(chan struct{})}
 	since := time.Now()
-	go func() {
-		defer close(w.done)
-		conn, err := e.pg.Conn(ctx, benchDB)
-		if err != nil {
-			return
-		}
-		defer conn.Close(context.Background())
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			if i%5 == 0 { // look for new processes every 100ms
-				rows, err := conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND backend_start >= $2", app, since)
-				if err == nil {
-					pids, _ := pgx.CollectRows(rows, pgx.RowTo[int32])
-					w.mu.Lock()
-					for _, p := range pids {
-						if _, ok := w.last[int(p)]; !ok {
-							w.last[int(p)] = 0
-						}
+	go e.sampleEvery(ctx, 20*time.Millisecond, w.stop, w.done, func(conn *pgx.Conn, i int) {
+		if i%5 == 0 { // look for new processes every 100ms
+			rows, err := conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND backend_start >= $2", app, since)
+			if err == nil {
+				pids, _ := pgx.CollectRows(rows, pgx.RowTo[int32])
+				w.mu.Lock()
+				for _, p := range pids {
+					if _, ok := w.last[int(p)]; !ok {
+						w.last[int(p)] = 0
 					}
-					w.mu.Unlock()
 				}
-			}
-			w.mu.Lock()
-			for pid := range w.last {
-				if c, err := procCPU(pid); err == nil {
-					w.last[pid] = c
-				}
-			}
-			w.mu.Unlock()
-			select {
-			case <-w.stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
+				w.mu.Unlock()
 			}
 		}
-	}()
+		w.mu.Lock()
+		for pid := range w.last {
+			if c, err := procCPU(pid); err == nil {
+				w.last[pid] = c
+			}
+		}
+		w.mu.Unlock()
+	})
 	return w
 }
 
@@ -553,4 +519,27 @@ func (e *env) setupBridge(ctx context.Context, t bridgeTarget, pub string) error
 	}
 	logf("bridge %s: slot %s created, initial copy done in %s", t.name, t.slot, b.exitedAt.Sub(b.started).Round(time.Millisecond))
 	return nil
+}
+
+// sampleEvery calls sample (with its own connection and a counter) every
+// interval until stop is closed or ctx ends, then closes done.
+func (e *env) sampleEvery(ctx context.Context, every time.Duration, stop <-chan struct{}, done chan<- struct{}, sample func(conn *pgx.Conn, i int)) {
+	defer close(done)
+	conn, err := e.pg.Conn(ctx, benchDB)
+	if err != nil {
+		return
+	}
+	defer conn.Close(context.Background())
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		sample(conn, i)
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
