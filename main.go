@@ -603,3 +603,6 @@ func statusCmd(c *cli.Context) error {
 	fmt.Println(strings.Join(lines, "\n"))
 	return nil
 }
+
+// The sink applies streamed transactions ahead of their commit.
+var _ replication.Speculator = (*iceberg.Sink)(nil)

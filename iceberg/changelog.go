@@ -35,8 +35,10 @@ func newChangelog(t *icebergTable, rel *decode.Relation) (*changelog, error) {
 }
 
 // bind maps the relation's columns onto the before/after structs by name.
-func (c *changelog) bind() error {
-	sc := c.tbl.Schema()
+func (c *changelog) bind() error { return c.bindTo(c.tbl.Schema()) }
+
+// bindTo binds to schema sc.
+func (c *changelog) bindTo(sc *icego.Schema) error {
 	asc, err := tableArrowSchema(sc)
 	if err != nil {
 		return err
@@ -80,27 +82,43 @@ func (c *changelog) file(day int32) (*fileWriter, error) {
 // append writes one changelog row.
 func (c *changelog) append(op decode.Op, tx txInfo, seq int64, before, after decode.Tuple) error {
 	c.changes++
-	us := tx.commitTS.UnixMicro()
+	fw, err := c.file(utcDay(tx.commitTS))
+	if err != nil {
+		return err
+	}
+	if err := c.appendTo(fw.builder, &c.idx, op, tx, seq, before, after); err != nil {
+		return err
+	}
+	return fw.rowDone()
+}
+
+// utcDay is the day of t, in days since 1970-01-01 UTC.
+func utcDay(t time.Time) int32 {
+	us := t.UnixMicro()
 	day := int32(us / (86400 * 1_000_000))
 	if us < 0 && us%(86400*1_000_000) != 0 {
 		day--
 	}
-	fw, err := c.file(day)
-	if err != nil {
+	return day
+}
+
+// appendTo appends one changelog row's values to the builders of the
+// fields idx names (op, lsn, xid, commit_ts, seq, before, after); a field
+// at -1 is left out (see specLog: the commit's own fields come at commit).
+func (c *changelog) appendTo(builder func(int) array.Builder, idx *[7]int, op decode.Op, tx txInfo, seq int64, before, after decode.Tuple) error {
+	builder(idx[0]).(*array.StringBuilder).Append(string(op))
+	if idx[1] >= 0 {
+		builder(idx[1]).(*array.Int64Builder).Append(int64(tx.commitLSN))
+	}
+	builder(idx[2]).(*array.Int64Builder).Append(int64(tx.xid))
+	if idx[3] >= 0 {
+		builder(idx[3]).(*array.TimestampBuilder).Append(arrow.Timestamp(tx.commitTS.UnixMicro()))
+	}
+	builder(idx[4]).(*array.Int64Builder).Append(seq)
+	if err := c.appendImage(builder(idx[5]).(*array.StructBuilder), before); err != nil {
 		return err
 	}
-	fw.builder(c.idx[0]).(*array.StringBuilder).Append(string(op))
-	fw.builder(c.idx[1]).(*array.Int64Builder).Append(int64(tx.commitLSN))
-	fw.builder(c.idx[2]).(*array.Int64Builder).Append(int64(tx.xid))
-	fw.builder(c.idx[3]).(*array.TimestampBuilder).Append(arrow.Timestamp(us))
-	fw.builder(c.idx[4]).(*array.Int64Builder).Append(seq)
-	if err := c.appendImage(fw.builder(c.idx[5]).(*array.StructBuilder), before); err != nil {
-		return err
-	}
-	if err := c.appendImage(fw.builder(c.idx[6]).(*array.StructBuilder), after); err != nil {
-		return err
-	}
-	return fw.rowDone()
+	return c.appendImage(builder(idx[6]).(*array.StructBuilder), after)
 }
 
 func (c *changelog) appendImage(sb *array.StructBuilder, t decode.Tuple) error {

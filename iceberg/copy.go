@@ -83,6 +83,7 @@ func (s *Sink) BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN, sizeH
 	if !ok || st.mirror == nil {
 		return CopyResume{}, nil
 	}
+	s.abandonSpecFor(st, "table "+rel.QualifiedName()+" is copied")
 	m := st.mirror
 	m.rel = rel
 	if err := m.bind(); err != nil {
@@ -260,7 +261,7 @@ func (w *CopyWriter) take(upsert bool) (int, error) {
 		for pos := range f.keys.len() {
 			k, l := f.keys.key(pos), loc{file: id, pos: int64(pos)}
 			if upsert {
-				m.deleteKey(string(k))
+				m.deleteKey(&m.batch, m.index, string(k))
 			}
 			if !m.index.add(k, l) && !upsert {
 				return rows, fmt.Errorf("%s: key %q copied twice", m.name(), k)

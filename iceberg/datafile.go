@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -68,6 +69,19 @@ func newFileWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	cw := &countingWriter{w: out}
+	pw, err := newParquetWriter(asc, cw)
+	if err != nil {
+		_ = out.Close()
+		return nil, fmt.Errorf("parquet writer for %s: %w", path, err)
+	}
+	return &fileWriter{
+		path: path, schema: sc, spec: spec, partition: partition, content: content, props: props,
+		out: out, cw: cw, pw: pw, bld: array.NewRecordBuilder(memory.DefaultAllocator, asc),
+	}, nil
+}
+
+// newParquetWriter returns a Parquet writer of the table's settings.
+func newParquetWriter(asc *arrow.Schema, w io.Writer) (*pqarrow.FileWriter, error) {
 	wp := parquet.NewWriterProperties(
 		// zstd's fastest level: about half the CPU of its default level,
 		// which Parquet writing spends most of, for files of about the
@@ -85,15 +99,7 @@ func newFileWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec
 		parquet.WithDictionaryPageSizeLimit(64<<10),
 		parquet.WithAllocator(memory.DefaultAllocator),
 	)
-	pw, err := pqarrow.NewFileWriter(asc, cw, wp, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator)))
-	if err != nil {
-		_ = out.Close()
-		return nil, fmt.Errorf("parquet writer for %s: %w", path, err)
-	}
-	return &fileWriter{
-		path: path, schema: sc, spec: spec, partition: partition, content: content, props: props,
-		out: out, cw: cw, pw: pw, bld: array.NewRecordBuilder(memory.DefaultAllocator, asc),
-	}, nil
+	return pqarrow.NewFileWriter(asc, w, wp, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator)))
 }
 
 // builder returns the builder of top-level field i.
@@ -160,25 +166,30 @@ func (f *fileWriter) close() (icego.DataFile, error) {
 	if err := f.out.Close(); err != nil {
 		return nil, fmt.Errorf("close %s: %w", f.path, err)
 	}
-	md, err := f.pw.FileMetadata()
+	return describeFile(f.pw, f.path, f.cw.n, f.schema, f.spec, f.partition, f.content, f.props)
+}
+
+// describeFile describes a closed Parquet file for a manifest.
+func describeFile(pw *pqarrow.FileWriter, path string, size int64, sc *icego.Schema, spec icego.PartitionSpec, partition map[int]any, content icego.ManifestEntryContent, props icego.Properties) (icego.DataFile, error) {
+	md, err := pw.FileMetadata()
 	if err != nil {
-		return nil, fmt.Errorf("metadata of %s: %w", f.path, err)
+		return nil, fmt.Errorf("metadata of %s: %w", path, err)
 	}
 	args := table.DataFileArgs{
-		Schema:          f.schema,
-		Spec:            f.spec,
+		Schema:          sc,
+		Spec:            spec,
 		Format:          icego.ParquetFile,
 		Metadata:        md,
-		FilePath:        f.path,
-		FileSize:        f.cw.n,
-		Content:         f.content,
-		PartitionValues: f.partition,
-		Properties:      f.props,
+		FilePath:        path,
+		FileSize:        size,
+		Content:         content,
+		PartitionValues: partition,
+		Properties:      props,
 		FormatVersion:   2,
 	}
 	df, err := table.DataFileFromMetadata(args)
 	if err != nil {
-		return nil, fmt.Errorf("describe %s: %w", f.path, err)
+		return nil, fmt.Errorf("describe %s: %w", path, err)
 	}
 	return df, nil
 }

@@ -83,6 +83,7 @@ func (s *Sink) DDL(ctx context.Context, content []byte) error {
 	if err := json.Unmarshal(content, &ev); err != nil {
 		return fmt.Errorf("malformed DDL event %q: %w", content, err)
 	}
+	s.SpecAbandon("DDL on a published table")
 	st, ok := s.tables[ev.RelID]
 	if !ok || !s.txOpen {
 		return nil // not a table of ours (or a new one: copied when it has changes)

@@ -104,6 +104,19 @@ func (x *keyIndex) del(k string) {
 	delete(x.long, k)
 }
 
+// delBytes is del for a key in a byte slice.
+func (x *keyIndex) delBytes(k []byte) {
+	if v, ok := intKey(k); ok {
+		x.ints.del(v)
+		return
+	}
+	if a, ok := shortKey(k); ok {
+		delete(x.short, a)
+		return
+	}
+	delete(x.long, string(k))
+}
+
 func (x *keyIndex) len() int { return x.ints.len() + len(x.short) + len(x.long) }
 
 func (x *keyIndex) clear() {

@@ -30,14 +30,28 @@ type mirror struct {
 	index *keyIndex // key → live row; includes rows of the pending file
 	files []string  // file id → path
 
-	pending   *fileWriter      // this flush's open data file, nil until the first row
-	pendingID int32            // its index in files
-	closed    []icego.DataFile // this flush's data files closed early (see rotate)
-	deletes   []posDelete      // this flush's deletes
-	changes   int              // rows changed in this flush
-	lastEnd   decode.LSN       // end LSN of the last transaction in this flush
-	summary   icego.Properties // extra snapshot summary properties of this flush's commit
-	keyBuf    []byte
+	batch                    // this flush's changes
+	lastEnd decode.LSN       // end LSN of the last transaction in this flush
+	summary icego.Properties // extra snapshot summary properties of this flush's commit
+	keyBuf  []byte
+}
+
+// batch is changes of a mirror not yet committed: a flush's, or those of a
+// streamed transaction applied ahead of its commit (see speculation).
+type batch struct {
+	pending   *fileWriter      // open data file, nil until the first row
+	pendingID int32            // its index in mirror.files
+	closed    []icego.DataFile // data files closed early (see rotate)
+	deletes   []posDelete
+	changes   int // rows changed
+}
+
+// rowIndex is where a batch looks up and records live rows: the mirror's
+// key index, or an overlay on it (see overlayIndex).
+type rowIndex interface {
+	get(k string) (loc, bool)
+	set(k string, l loc)
+	del(k string)
 }
 
 func newMirror(t *icebergTable, rel *decode.Relation) (*mirror, error) {
@@ -126,33 +140,33 @@ func kindName(k decode.Kind) string {
 	return "text"
 }
 
-func (m *mirror) deleteKey(k string) bool {
-	l, ok := m.index.get(k)
+func (m *mirror) deleteKey(b *batch, idx rowIndex, k string) bool {
+	l, ok := idx.get(k)
 	if !ok {
 		return false
 	}
-	m.deletes = append(m.deletes, posDelete{path: m.files[l.file], pos: l.pos})
-	m.index.del(k)
+	b.deletes = append(b.deletes, posDelete{path: m.files[l.file], pos: l.pos})
+	idx.del(k)
 	return true
 }
 
-// insert writes a full row and indexes it.
-func (m *mirror) insert(row decode.Tuple, k string) error {
-	if m.pending == nil {
+// insert writes a full row to b and indexes it.
+func (m *mirror) insert(b *batch, idx rowIndex, row decode.Tuple, k string) error {
+	if b.pending == nil {
 		fw, err := m.newDataFile()
 		if err != nil {
 			return err
 		}
-		m.pending = fw
-		m.pendingID = int32(len(m.files))
+		b.pending = fw
+		b.pendingID = int32(len(m.files))
 		m.files = append(m.files, fw.path)
 	}
-	if err := m.appendRow(m.pending, row); err != nil {
+	if err := m.appendRow(b.pending, row); err != nil {
 		return err
 	}
-	m.deleteKey(k) // an insert over a live key replaces it (replays, copy overlap)
-	m.index.set(k, loc{file: m.pendingID, pos: m.pending.rows})
-	return m.pending.rowDone()
+	m.deleteKey(b, idx, k) // an insert over a live key replaces it (replays, copy overlap)
+	idx.set(k, loc{file: b.pendingID, pos: b.pending.rows})
+	return b.pending.rowDone()
 }
 
 // keyText renders a row's key for error messages.
@@ -164,17 +178,22 @@ func (m *mirror) keyText(row decode.Tuple) string {
 	return "(" + strings.Join(parts, ", ") + ")"
 }
 
-// apply applies one change; after is its new row with unchanged values
-// resolved (see Sink.resolveAfter).
+// apply applies one change to this flush; after is its new row with
+// unchanged values resolved (see Sink.resolveAfter).
 func (m *mirror) apply(c *decode.Change, after decode.Tuple) error {
-	m.changes++
+	return m.applyTo(&m.batch, m.index, c, after)
+}
+
+// applyTo applies one change to batch b, whose live rows idx holds.
+func (m *mirror) applyTo(b *batch, idx rowIndex, c *decode.Change, after decode.Tuple) error {
+	b.changes++
 	switch c.Op {
 	case decode.Insert:
 		k, err := m.key(c.After)
 		if err != nil {
 			return err
 		}
-		return m.insert(c.After, k)
+		return m.insert(b, idx, c.After, k)
 	case decode.Update:
 		oldImage := c.Before
 		if oldImage == nil {
@@ -184,18 +203,18 @@ func (m *mirror) apply(c *decode.Change, after decode.Tuple) error {
 		if err != nil {
 			return err
 		}
-		m.deleteKey(oldKey)
+		m.deleteKey(b, idx, oldKey)
 		newKey, err := m.key(after)
 		if err != nil {
 			return err
 		}
-		return m.insert(after, newKey)
+		return m.insert(b, idx, after, newKey)
 	case decode.Delete:
 		k, err := m.key(c.Before)
 		if err != nil {
 			return err
 		}
-		m.deleteKey(k)
+		m.deleteKey(b, idx, k)
 		return nil
 	}
 	return fmt.Errorf("%s: unexpected change %s", m.name(), c.Op)

@@ -86,6 +86,8 @@ type Sink struct {
 	touched map[*sourceTable]bool
 	last    *sourceTable // the table of the last change, in touched
 
+	spec *speculation // a streamed transaction applied ahead of its commit
+
 	lastEnd    decode.LSN // end LSN of the last transaction seen
 	durable    decode.LSN // every transaction ending at or below is committed
 	pending    int        // changes in this flush, all tables
@@ -220,6 +222,9 @@ func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 	st, ok := s.tables[rel.ID]
 	if !ok {
 		return fmt.Errorf("table %s appeared in the stream but is not known; it must be copied first", rel.QualifiedName())
+	}
+	if !sameShape(st.rel, rel) {
+		s.abandonSpecFor(st, "table "+st.rel.QualifiedName()+" changed")
 	}
 	if rel.Schema != st.rel.Schema || rel.Name != st.rel.Name {
 		if err := s.renameTable(ctx, st, rel); err != nil {
@@ -370,6 +375,7 @@ func (s *Sink) Truncate(rels []*decode.Relation) error {
 		if !ok {
 			continue
 		}
+		s.abandonSpecFor(st, "table "+rel.QualifiedName()+" truncated")
 		s.seq++
 		if st.mirror != nil && !s.skip(st.mirror.icebergTable) {
 			st.mirror.truncate()

@@ -38,6 +38,20 @@ type Sink interface {
 	Idle() bool
 }
 
+// Speculator is a Sink that can apply a streamed transaction ahead of its
+// commit (see iceberg.Sink.SpecBegin): while it speculates, the stream
+// still spools the transaction, and applies it from the spool at commit
+// when the speculation was abandoned.
+type Speculator interface {
+	SpecBegin(xid uint32) bool
+	SpecRelation(rel *decode.Relation) bool
+	// SpecChange applies a change; an error abandons the speculation.
+	SpecChange(c *decode.Change) error
+	Speculating() bool
+	SpecCommit(ctx context.Context, xid uint32, commitLSN, end decode.LSN, commitTS time.Time) (bool, error)
+	SpecAbandon(reason string)
+}
+
 // StreamConfig configures Stream.
 type StreamConfig struct {
 	Slot        string
@@ -76,11 +90,23 @@ type stream struct {
 	spool   *spool
 	inTx    bool
 	curXID  uint32 // top-level XID of the open streamed segment
+	spec    *specState
 	walEnd  decode.LSN
 	acked   decode.LSN
 	lastAck time.Time
 
 	progress *Progress
+}
+
+// specState follows the streamed transaction the sink applies ahead.
+type specState struct {
+	sink Speculator
+	xid  uint32
+	// dec decodes the transaction's messages: its relation messages
+	// describe the rows that follow in this transaction only, so they must
+	// not reach the stream's decoder, which decodes other transactions.
+	dec  decode.Decoder
+	subs map[uint32]bool // subtransactions with changes applied
 }
 
 // Stream runs START_REPLICATION and feeds the sink until ctx is done or an
@@ -101,6 +127,12 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, cfg StreamConfig, sink Sin
 	}
 	defer sp.close()
 	s := &stream{cfg: cfg, conn: conn, sink: sink, log: log, spool: sp, progress: cfg.Progress}
+	if spec, ok := sink.(Speculator); ok {
+		s.spec = &specState{sink: spec, dec: decode.Decoder{Transient: true}, subs: make(map[uint32]bool)}
+		// A speculation lives as long as the spool that backs it.
+		spec.SpecAbandon("the replication connection restarted")
+		defer spec.SpecAbandon("the replication stream stopped")
+	}
 	// Each message is applied before the next is received or replayed, and
 	// the sink copies what it keeps of a change (see Sink.Change): changes
 	// may alias the receive buffer.
@@ -263,7 +295,12 @@ func (s *stream) message(ctx context.Context, data []byte) error {
 			// Inside a streamed segment: keep for STREAM COMMIT. Relation and
 			// type messages too: they describe the rows that follow them in
 			// this transaction, which may differ from the cached shape.
-			return s.spool.add(s.curXID, binary.BigEndian.Uint32(data[1:5]), data)
+			xid := binary.BigEndian.Uint32(data[1:5])
+			if err := s.spool.add(s.curXID, xid, data); err != nil {
+				return err
+			}
+			s.speculate(xid, data)
+			return nil
 		}
 	}
 	msg, err := s.dec.Decode(data)
@@ -298,10 +335,30 @@ func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 		return s.sink.Truncate(m.Rels)
 	case *decode.StreamStart:
 		s.curXID = m.XID
+		if m.First && s.spec != nil && !s.spec.sink.Speculating() && s.spec.sink.SpecBegin(m.XID) {
+			s.spec.xid = m.XID
+			s.spec.dec = decode.Decoder{Transient: true}
+			clear(s.spec.subs)
+		}
 	case *decode.StreamStop:
 	case *decode.StreamAbort:
 		s.spool.abort(m.XID, m.SubXID)
+		if s.speculating(m.XID) && (m.SubXID == m.XID || s.spec.subs[m.SubXID]) {
+			s.spec.sink.SpecAbandon("the transaction or a subtransaction with changes rolled back")
+		}
 	case *decode.StreamCommit:
+		if s.speculating(m.XID) {
+			s.inTx = true
+			ok, err := s.spec.sink.SpecCommit(ctx, m.XID, m.CommitLSN, m.EndLSN, m.CommitTime)
+			if err != nil {
+				return err
+			}
+			s.inTx = false
+			if ok {
+				s.spool.discard(m.XID)
+				return nil
+			}
+		}
 		return s.replay(ctx, m)
 	case *decode.LogicalMessage:
 		if m.Transactional && m.Prefix == DDLPrefix && s.inTx {
@@ -315,6 +372,45 @@ func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 		return fmt.Errorf("unhandled message %T", msg)
 	}
 	return nil
+}
+
+// speculating reports whether the sink applies streamed transaction xid
+// ahead of its commit.
+func (s *stream) speculating(xid uint32) bool {
+	return s.spec != nil && s.spec.xid == xid && s.spec.sink.Speculating()
+}
+
+// speculate hands a message of a streamed segment to the sink applying
+// the transaction ahead, if it does; sub is the (sub)transaction the
+// message belongs to. What the sink cannot take abandons the speculation,
+// and the transaction is applied from the spool at commit.
+func (s *stream) speculate(sub uint32, data []byte) {
+	if !s.speculating(s.curXID) {
+		return
+	}
+	sp := s.spec
+	switch data[0] {
+	case 'I', 'U', 'D':
+		if sub != sp.xid {
+			sp.subs[sub] = true
+		}
+		msg, err := sp.dec.DecodeStreamed(data)
+		if err != nil {
+			sp.sink.SpecAbandon(err.Error())
+			return
+		}
+		_ = sp.sink.SpecChange(msg.(*decode.Change)) // an error abandons it
+	case 'R':
+		msg, err := sp.dec.DecodeStreamed(data)
+		if err != nil {
+			sp.sink.SpecAbandon(err.Error())
+			return
+		}
+		sp.sink.SpecRelation(msg.(*decode.RelationMessage).Rel)
+	case 'Y':
+	default: // TRUNCATE, a logical message (DDL capture)
+		sp.sink.SpecAbandon(fmt.Sprintf("a %q message in the transaction", data[0]))
+	}
 }
 
 // columnsAdded hands columns evolution added to OnColumnsAdded.

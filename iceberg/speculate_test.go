@@ -1,0 +1,152 @@
+package iceberg
+
+import (
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/pg2iceberg/pg2iceberg/decode"
+)
+
+// The overlay sees its own changes over the base, leaves the base alone
+// until merged, and a merge applies sets and deletions.
+func TestOverlayIndex(t *testing.T) {
+	base := newKeyIndex()
+	for i, k := range []string{"\x08\x00\x00\x00\x00\x00\x00\x00\x01", "short", "a key longer than fifteen bytes"} {
+		base.set(k, loc{file: 0, pos: int64(i)})
+	}
+	o := &overlayIndex{base: base, over: newKeyIndex()}
+	int1, short, long := "\x08\x00\x00\x00\x00\x00\x00\x00\x01", "short", "a key longer than fifteen bytes"
+	o.del(int1)
+	o.set(short, loc{file: 2, pos: 7})
+	o.del(long)
+	o.set(long, loc{file: 2, pos: 8}) // deleted, then inserted again
+	o.set("new", loc{file: 2, pos: 9})
+	o.del("new") // inserted, then deleted: never in the base
+	for _, tc := range []struct {
+		k    string
+		want loc
+		ok   bool
+	}{{int1, loc{}, false}, {short, loc{2, 7}, true}, {long, loc{2, 8}, true}, {"new", loc{}, false}} {
+		if l, ok := o.get(tc.k); ok != tc.ok || ok && l != tc.want {
+			t.Errorf("overlay get(%q) = %v, %t; want %v, %t", tc.k, l, ok, tc.want, tc.ok)
+		}
+	}
+	if l, ok := base.get(int1); !ok || l != (loc{0, 0}) {
+		t.Errorf("base changed before the merge: get = %v, %t", l, ok)
+	}
+	o.merge()
+	if _, ok := base.get(int1); ok {
+		t.Error("deleted key still in the base after the merge")
+	}
+	if _, ok := base.get("new"); ok {
+		t.Error("a key inserted and deleted in the overlay is in the base")
+	}
+	if l, _ := base.get(long); l != (loc{2, 8}) {
+		t.Errorf("base get(long) = %v after the merge, want {2 8}", l)
+	}
+	if base.len() != 2 {
+		t.Errorf("base holds %d keys after the merge, want 2", base.len())
+	}
+}
+
+// A changelog file written ahead of its commit gets the commit's LSN and
+// time in every row at finish; the file's stats and partition are those of
+// a file written at commit.
+func TestDeferredChangelogFile(t *testing.T) {
+	rel := &decode.Relation{ID: 1, Schema: "public", Name: "t", Columns: []decode.Column{
+		{Name: "id", TypeOID: 20, TypeName: "int8", Key: true, NotNull: true},
+		{Name: "v", TypeOID: 25, TypeName: "text"},
+	}}
+	sc, err := ChangelogSchema(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &changelog{icebergTable: &icebergTable{ident: []string{"public", "t__changelog"}}, rel: rel}
+	if err := c.bindTo(sc); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "changes.parquet")
+	d, pos, err := newDeferredWriter(icebergio.LocalFS{}, path, sc, ChangelogSpec(sc), nil, []string{colLSN, colCommitTS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx [7]int
+	for i, f := range c.idx {
+		idx[i] = pos[f]
+	}
+	if idx[1] != -1 || idx[3] != -1 {
+		t.Fatalf("lsn and commit_ts have builders %d, %d; want none", idx[1], idx[3])
+	}
+	text := func(s string) decode.Datum { return decode.Datum{Kind: decode.Text, Data: []byte(s)} }
+	rows := []struct {
+		op            decode.Op
+		before, after decode.Tuple
+	}{
+		{decode.Insert, nil, decode.Tuple{text("1"), text("one")}},
+		{decode.Update, decode.Tuple{text("1"), {Kind: decode.Null}}, decode.Tuple{text("1"), text("uno")}},
+		{decode.Delete, decode.Tuple{text("1"), {Kind: decode.Null}}, nil},
+	}
+	for i, r := range rows {
+		if err := c.appendTo(d.bld.Field, &idx, r.op, txInfo{xid: 42}, int64(i+1), r.before, r.after); err != nil {
+			t.Fatal(err)
+		}
+		d.rows++
+	}
+	if err := d.seal(); err != nil {
+		t.Fatal(err)
+	}
+	const lsn = decode.LSN(0x1234_5678)
+	at := time.Date(2026, 11, 30, 18, 0, 0, 123456000, time.UTC)
+	late := make([]arrow.Array, len(d.late))
+	for j, f := range d.late {
+		late[j] = constantArray(f.Type, d.rows, lsn, at)
+	}
+	df, err := d.finish(late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if df.Count() != 3 {
+		t.Errorf("file has %d rows, want 3", df.Count())
+	}
+	lsnField, _ := sc.FindFieldByName(colLSN)
+	for name, bounds := range map[string]map[int][]byte{"lower": df.LowerBoundValues(), "upper": df.UpperBoundValues()} {
+		if got := binary.LittleEndian.Uint64(bounds[lsnField.ID]); got != uint64(lsn) {
+			t.Errorf("lsn %s bound = %#x, want %#x", name, got, uint64(lsn))
+		}
+	}
+	if got, want := fmt.Sprint(df.Partition()[1000]), fmt.Sprint(at.Unix()/86400); got != want {
+		t.Errorf("partition commit_ts_day = %v, want %v", got, want)
+	}
+	rec := readFile(t, path)
+	names := rec.Schema().Fields()
+	if names[len(names)-2].Name != colLSN || names[len(names)-1].Name != colCommitTS {
+		t.Errorf("file columns %v: want lsn and commit_ts last", rec.Schema())
+	}
+	for r := range 3 {
+		col := func(name string) arrow.Array { return rec.Column(rec.Schema().FieldIndices(name)[0]) }
+		if got := col(colLSN).ValueStr(r); got != "305419896" {
+			t.Errorf("row %d lsn = %s, want 305419896", r, got)
+		}
+		if got := col(colCommitTS).ValueStr(r); got != "2026-11-30T18:00:00.123456Z" {
+			t.Errorf("row %d commit_ts = %s", r, got)
+		}
+		if got, want := col(colSeq).ValueStr(r), []string{"1", "2", "3"}[r]; got != want {
+			t.Errorf("row %d seq = %s, want %s", r, got, want)
+		}
+		if got, want := col(colOp).ValueStr(r), string(rows[r].op); got != want {
+			t.Errorf("row %d op = %s, want %s", r, got, want)
+		}
+	}
+	if got := col0(rec, colAfter).ValueStr(1); got != `{"id":1,"v":"uno"}` {
+		t.Errorf("row 2 after = %s", got)
+	}
+}
+
+func col0(rec arrow.RecordBatch, name string) arrow.Array {
+	return rec.Column(rec.Schema().FieldIndices(name)[0])
+}

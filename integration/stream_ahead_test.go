@@ -1,0 +1,195 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pg2iceberg/pg2iceberg/integration/harness"
+)
+
+// Large transactions arrive streamed (logical_decoding_work_mem is 64kB
+// here) and are applied while they stream, ahead of their commit, with
+// small transactions on the same tables committing between their segments.
+// A transaction whose subtransaction rolls back after its changes streamed,
+// and one that aborts, are given up ahead and applied (or not) at their end
+// from the spool. Afterwards mirrors equal PostgreSQL and the changelog has
+// every change of each transaction once, with its commit LSN and time: read
+// by pyiceberg, iceberg-go and DuckDB.
+func TestStreamedTransactionAhead(t *testing.T) {
+	pg := harness.StartPostgresT(t, harness.PostgresOptions{Settings: map[string]string{"logical_decoding_work_mem": "64kB"}})
+	if err := pg.Exec(context.Background(), `CREATE TABLE big (id int PRIMARY KEY, v text, n bigint);
+		CREATE TABLE small (id int PRIMARY KEY, v text);
+		INSERT INTO big SELECT g, 'old ' || g, g FROM generate_series(1, 20000) g;
+		CREATE PUBLICATION big_pub FOR TABLE big, small;`); err != nil {
+		t.Fatal(err)
+	}
+	conn := pgConn(t, pg)
+	tg := localTarget(t)
+	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "big_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	waitSlot(t, conn, "pg2iceberg_big_pub", b)
+	waitCaughtUp(t, conn, "pg2iceberg_big_pub", b)
+
+	// Small transactions on rows the large ones leave alone.
+	var loadChanges atomic.Int64
+	stop := writeLoad(t, pg, 10*time.Millisecond, func(ctx context.Context, c *pgx.Conn, i int) error {
+		if _, err := c.Exec(ctx, "INSERT INTO big VALUES ($1::int, 'load', $1::bigint)", 900_000+i); err != nil {
+			return err
+		}
+		if _, err := c.Exec(ctx, "UPDATE big SET v = 'load ' || $1::int WHERE id = $2::int", i, 15000+i%5000); err != nil {
+			return err
+		}
+		if _, err := c.Exec(ctx, "INSERT INTO small VALUES ($1, 'x')", i); err != nil {
+			return err
+		}
+		loadChanges.Add(2)
+		return nil
+	})
+
+	// bigTx runs stmts in one transaction with pauses between them, so that
+	// the load's transactions commit between its streamed segments.
+	bigTx := func(end string, stmts ...string) (xid int64, changes int64) {
+		t.Helper()
+		ctx := context.Background()
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if err := tx.QueryRow(ctx, "SELECT txid_current()").Scan(&xid); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range stmts {
+			tag, err := tx.Exec(ctx, s)
+			if err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+			if tag.Insert() || tag.Update() || tag.Delete() {
+				changes += tag.RowsAffected()
+			}
+			time.Sleep(150 * time.Millisecond)
+		}
+		if _, err := tx.Exec(ctx, end); err != nil {
+			t.Fatal(err)
+		}
+		return xid, changes
+	}
+	ahead1, n1 := bigTx("COMMIT",
+		"INSERT INTO big SELECT g, 'new ' || g, g FROM generate_series(100001, 160000) g",
+		"UPDATE big SET v = 'upd ' || id, n = -n WHERE id <= 5000",
+		"DELETE FROM big WHERE id BETWEEN 5001 AND 7000",
+		"UPDATE big SET v = 'twice' WHERE id BETWEEN 100001 AND 110000",
+		"DELETE FROM big WHERE id BETWEEN 110001 AND 115000",
+		"UPDATE big SET id = id + 500000 WHERE id BETWEEN 7001 AND 7100")
+	rolledBack, n2 := bigTx("COMMIT",
+		"INSERT INTO big SELECT g, 'sp', g FROM generate_series(200001, 230000) g",
+		"SAVEPOINT a",
+		"INSERT INTO big SELECT g, 'gone', g FROM generate_series(230001, 260000) g",
+		"ROLLBACK TO SAVEPOINT a",
+		"INSERT INTO big SELECT g, 'after', g FROM generate_series(260001, 270000) g")
+	n2 -= 30000 // the rolled-back insert
+	aborted, _ := bigTx("ROLLBACK", "INSERT INTO big SELECT g, 'aborted', g FROM generate_series(300001, 340000) g")
+	ahead2, n4 := bigTx("COMMIT", "UPDATE big SET n = n + 1 WHERE id BETWEEN 120001 AND 150000")
+	stop()
+	waitCaughtUp(t, conn, "pg2iceberg_big_pub", b)
+	b.stop(t)
+
+	log := b.log()
+	for _, xid := range []int64{ahead1, ahead2} {
+		if !strings.Contains(log, fmt.Sprintf(`msg="streamed transaction applied ahead" xid=%d `, xid)) {
+			t.Errorf("transaction %d was not applied ahead; log:\n%s", xid, tail(log, 30))
+		}
+	}
+	for _, xid := range []int64{rolledBack, aborted} {
+		if !strings.Contains(log, fmt.Sprintf(`msg="streamed transaction will be applied at its commit" xid=%d `, xid)) {
+			t.Errorf("transaction %d (a rollback in it) was not given up ahead; log:\n%s", xid, tail(log, 30))
+		}
+	}
+
+	for _, tc := range []struct{ table, sel string }{{"public.big", "id, v, n"}, {"public.small", "id, v"}} {
+		want := pgRows(t, conn, tc.sel, tc.table)
+		compareRows(t, "iceberg-go", tc.table, "id", icegoRows(t, tg, tc.table), want)
+		compareRows(t, "pyiceberg", tc.table, "id", pyicebergRows(t, tg, tc.table), want)
+	}
+
+	// The changelog: every change once; a transaction's rows share its
+	// commit LSN and time, with seq 1..n.
+	changes := pyicebergRows(t, tg, "public.big__changelog")
+	type txRows struct {
+		n         int64
+		lsn, ts   map[string]bool
+		seqs      map[string]bool
+		rolledOut int
+	}
+	byXID := map[int64]*txRows{}
+	for _, r := range changes {
+		xid, err := strconv.ParseInt(fmt.Sprint(r["xid"]), 10, 64)
+		if err != nil {
+			t.Fatalf("changelog xid %v: %v", r["xid"], err)
+		}
+		x := byXID[xid]
+		if x == nil {
+			x = &txRows{lsn: map[string]bool{}, ts: map[string]bool{}, seqs: map[string]bool{}}
+			byXID[xid] = x
+		}
+		x.n++
+		x.lsn[fmt.Sprint(r["lsn"])] = true
+		x.ts[fmt.Sprint(r["commit_ts"])] = true
+		x.seqs[fmt.Sprint(r["seq"])] = true
+		if after, ok := r["after"].(map[string]any); ok && (after["v"] == "gone" || after["v"] == "aborted") {
+			x.rolledOut++
+		}
+	}
+	var loadRows int64
+	for xid, x := range byXID {
+		if xid != ahead1 && xid != rolledBack && xid != ahead2 {
+			loadRows += x.n
+		}
+	}
+	if loadRows != loadChanges.Load() {
+		t.Errorf("changelog has %d rows of the small transactions, want %d", loadRows, loadChanges.Load())
+	}
+	for _, tc := range []struct {
+		name string
+		xid  int64
+		want int64
+	}{{"applied ahead", ahead1, n1}, {"with a rolled-back savepoint", rolledBack, n2}, {"aborted", aborted, 0}, {"applied ahead after those", ahead2, n4}} {
+		x := byXID[tc.xid]
+		if x == nil {
+			x = &txRows{}
+		}
+		if x.n != tc.want || int64(len(x.seqs)) != tc.want || x.rolledOut > 0 {
+			t.Errorf("transaction %s (%d): %d changelog rows, %d distinct seq, %d rolled-back rows; want %d, %d, 0", tc.name, tc.xid, x.n, len(x.seqs), x.rolledOut, tc.want, tc.want)
+		}
+		if tc.want > 0 && (len(x.lsn) != 1 || len(x.ts) != 1) {
+			t.Errorf("transaction %s (%d): rows carry %d commit LSNs and %d commit times, want 1 each", tc.name, tc.xid, len(x.lsn), len(x.ts))
+		}
+		t.Logf("transaction %s (%d): %d changelog rows, one commit LSN and time", tc.name, tc.xid, x.n)
+	}
+
+	// DuckDB reads the changelog's files (the commit columns of files
+	// written ahead come last in them) through the table's metadata.
+	dir := filepath.Join(mustAbs(t, tg.warehouse), "public.db", "big__changelog")
+	script := `import sys, os, duckdb, duckdb_ext
+ext = os.path.join(list(duckdb_ext.__path__)[0], "extensions")
+con = duckdb.connect(config={"extension_directory": ext, "autoinstall_known_extensions": False, "autoload_known_extensions": False})
+for e in ("avro", "iceberg"):
+    con.load_extension(e)
+print(con.execute("SELECT count(*), count(DISTINCT lsn), count(DISTINCT commit_ts), max(seq) FROM iceberg_scan(?) WHERE xid = ?", [sys.argv[1], int(sys.argv[2])]).fetchone())`
+	out, err := exec.Command("python3", "-c", script, dir, strconv.FormatInt(ahead1, 10)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("duckdb iceberg_scan(%s): %v\n%s", dir, err, out)
+	}
+	if got, want := strings.TrimSpace(string(out)), fmt.Sprintf("(%d, 1, 1, %d)", n1, n1); got != want {
+		t.Errorf("duckdb: the transaction applied ahead reads as (rows, lsns, commit times, max seq) = %s, want %s", got, want)
+	} else {
+		t.Logf("duckdb reads the transaction applied ahead: %s", got)
+	}
+}
