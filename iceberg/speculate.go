@@ -56,7 +56,13 @@ func (s *Sink) SpecBegin(xid uint32) bool {
 	if s.txOpen {
 		return false
 	}
-	s.spec = &speculation{xid: xid, day: utcDay(time.Now()), tables: make(map[*sourceTable]*specTable)}
+	// The commit's day is guessed from the last commit seen (catching up,
+	// the stream is in the past), else today's.
+	day := utcDay(time.Now())
+	if !s.tx.commitTS.IsZero() {
+		day = utcDay(s.tx.commitTS)
+	}
+	s.spec = &speculation{xid: xid, day: day, tables: make(map[*sourceTable]*specTable)}
 	return true
 }
 
