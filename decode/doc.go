@@ -18,6 +18,8 @@
 //     change is valid only until the next message is decoded. Every other
 //     message is parsed by pglogrepl.ParseV2.
 //
-// The same Datum type carries values read by the initial copy (COPY text
-// format, see ParseCopyText), so both paths feed one value decoder in mapping.
+// The same Datum type carries values read by the initial copy: COPY text
+// format (see ParseCopyText), or binary format (CopyBinaryParser, Binary
+// datums) when mapping reads every column's binary form; both paths feed
+// one value decoder in mapping.
 package decode

@@ -202,8 +202,9 @@ func (s *Sink) NewCopyWriter(relID uint32) (*CopyWriter, error) {
 	return w, nil
 }
 
-// Row writes one copied row. It keeps nothing of row: the key is copied,
-// the values are appended to Arrow builders.
+// Row writes one copied row, in text or binary form (every value in one
+// form; see appendTuple). It keeps nothing of row: the key is copied, the
+// values are appended to Arrow builders.
 func (w *CopyWriter) Row(row decode.Tuple) error {
 	if w == nil {
 		return nil

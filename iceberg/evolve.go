@@ -243,8 +243,11 @@ func appendCell(b array.Builder, c *decode.Column, text []byte) error {
 
 // appendTuple writes one row image: relation column i into builder(idx[i])
 // (skipped when idx[i] < 0), NULL into every unbound field. An unchanged
-// TOAST value still in the image is an error, never a NULL. On error it
-// returns the index of the column that failed.
+// TOAST value still in the image is an error, never a NULL. A value in
+// binary form (a binary COPY) is read by mapping.AppendBinary, which gives
+// what its text form gives; only columns with the default mapping come in
+// that form (mapping.BinaryReadable). On error it returns the index of the
+// column that failed.
 func appendTuple(builder func(int) array.Builder, idx, unbound []int, rel *decode.Relation, t decode.Tuple) (int, error) {
 	for _, j := range unbound {
 		builder(j).AppendNull()
@@ -257,6 +260,15 @@ func appendTuple(builder func(int) array.Builder, idx, unbound []int, rel *decod
 		switch d.Kind {
 		case decode.Text:
 			text = d.Data
+		case decode.Binary:
+			c := &rel.Columns[i]
+			if c.Override != nil {
+				return i, fmt.Errorf("a value in binary form for a column with a mapping rule")
+			}
+			if err := mapping.AppendBinary(builder(idx[i]), c.TypeOID, d.Data); err != nil {
+				return i, err
+			}
+			continue
 		case decode.Unchanged:
 			return i, &UnchangedToastError{Table: rel.QualifiedName(), Column: rel.Columns[i].Name}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/google/uuid"
 	"github.com/pg2iceberg/pg2iceberg/mapping"
@@ -22,6 +23,34 @@ func appendKeyPart(dst, v []byte) []byte {
 	return append(dst, v...)
 }
 
+// The typed key parts, shared by the text, binary and Arrow forms of a
+// value. A boolean is its text form, t or f.
+
+func appendKeyBool(dst []byte, v bool) []byte {
+	if v {
+		return appendKeyPart(dst, []byte("t"))
+	}
+	return appendKeyPart(dst, []byte("f"))
+}
+
+// appendKeyInt encodes every 8-byte key: integers, dates, times and
+// timestamps.
+func appendKeyInt(dst []byte, v int64) []byte {
+	dst = append(dst, 8)
+	return binary.BigEndian.AppendUint64(dst, uint64(v))
+}
+
+// appendKeyFloat encodes a float or a double, a float widened exactly.
+func appendKeyFloat(dst []byte, v float64) []byte {
+	return appendKeyInt(dst, int64(math.Float64bits(v)))
+}
+
+func appendKeyDecimal(dst []byte, n decimal128.Num) []byte {
+	dst = append(dst, 16)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(n.HighBits()))
+	return binary.BigEndian.AppendUint64(dst, n.LowBits())
+}
+
 // isEightByteKey says whether a key column of type dt is always encoded as
 // one 8-byte part (see keyIndex).
 func isEightByteKey(dt arrow.DataType) bool {
@@ -34,7 +63,6 @@ func isEightByteKey(dt arrow.DataType) bool {
 
 // appendKeyFromText appends the key part of a value in its source text form.
 func appendKeyFromText(dst []byte, dt arrow.DataType, text []byte) ([]byte, error) {
-	var buf [16]byte
 	switch dt.ID() {
 	case arrow.BOOL:
 		return appendKeyPart(dst, text), nil
@@ -43,16 +71,19 @@ func appendKeyFromText(dst []byte, dt arrow.DataType, text []byte) ([]byte, erro
 		if err != nil {
 			return nil, fmt.Errorf("key value %q: not an integer", text)
 		}
-		return appendKeyPart(dst, binary.BigEndian.AppendUint64(buf[:0], uint64(v))), nil
+		return appendKeyInt(dst, v), nil
 	case arrow.FLOAT32, arrow.FLOAT64:
-		v, err := strconv.ParseFloat(string(text), 64)
+		// A float is read as one (not as a double rounded to a float), as
+		// mapping.Append reads it: the key equals the one read back.
+		size := 64
+		if dt.ID() == arrow.FLOAT32 {
+			size = 32
+		}
+		v, err := strconv.ParseFloat(string(text), size)
 		if err != nil {
 			return nil, fmt.Errorf("key value %q: not a number", text)
 		}
-		if dt.ID() == arrow.FLOAT32 {
-			v = float64(float32(v))
-		}
-		return appendKeyPart(dst, binary.BigEndian.AppendUint64(buf[:0], math.Float64bits(v))), nil
+		return appendKeyFloat(dst, v), nil
 	case arrow.STRING:
 		return appendKeyPart(dst, text), nil
 	case arrow.BINARY:
@@ -67,27 +98,25 @@ func appendKeyFromText(dst []byte, dt arrow.DataType, text []byte) ([]byte, erro
 		if err != nil {
 			return nil, fmt.Errorf("key value %q: %w", text, err)
 		}
-		binary.BigEndian.PutUint64(buf[:8], uint64(n.HighBits()))
-		binary.BigEndian.PutUint64(buf[8:], n.LowBits())
-		return appendKeyPart(dst, buf[:16]), nil
+		return appendKeyDecimal(dst, n), nil
 	case arrow.DATE32:
 		d, err := mapping.ParseDate(text)
 		if err != nil {
 			return nil, fmt.Errorf("key value %q: %w", text, err)
 		}
-		return appendKeyPart(dst, binary.BigEndian.AppendUint64(buf[:0], uint64(d))), nil
+		return appendKeyInt(dst, int64(d)), nil
 	case arrow.TIME64:
 		us, err := mapping.ParseTime(text)
 		if err != nil {
 			return nil, fmt.Errorf("key value %q: %w", text, err)
 		}
-		return appendKeyPart(dst, binary.BigEndian.AppendUint64(buf[:0], uint64(us))), nil
+		return appendKeyInt(dst, us), nil
 	case arrow.TIMESTAMP:
 		us, err := mapping.ParseTimestamp(text, dt.(*arrow.TimestampType).TimeZone != "")
 		if err != nil {
 			return nil, fmt.Errorf("key value %q: %w", text, err)
 		}
-		return appendKeyPart(dst, binary.BigEndian.AppendUint64(buf[:0], uint64(us))), nil
+		return appendKeyInt(dst, us), nil
 	case arrow.EXTENSION:
 		if _, ok := dt.(*extensions.UUIDType); ok {
 			u, err := uuid.ParseBytes(text)
@@ -102,39 +131,32 @@ func appendKeyFromText(dst []byte, dt arrow.DataType, text []byte) ([]byte, erro
 
 // appendKeyFromArray appends the key part of arr[i].
 func appendKeyFromArray(dst []byte, arr arrow.Array, i int) ([]byte, error) {
-	var buf [16]byte
 	if arr.IsNull(i) {
 		return nil, fmt.Errorf("key column %s holds NULL", arr.DataType())
 	}
 	switch a := arr.(type) {
 	case *array.Boolean:
-		if a.Value(i) {
-			return appendKeyPart(dst, []byte("t")), nil
-		}
-		return appendKeyPart(dst, []byte("f")), nil
+		return appendKeyBool(dst, a.Value(i)), nil
 	case *array.Int32:
-		return appendKeyPart(dst, binary.BigEndian.AppendUint64(buf[:0], uint64(int64(a.Value(i))))), nil
+		return appendKeyInt(dst, int64(a.Value(i))), nil
 	case *array.Int64:
-		return appendKeyPart(dst, binary.BigEndian.AppendUint64(buf[:0], uint64(a.Value(i)))), nil
+		return appendKeyInt(dst, a.Value(i)), nil
 	case *array.Float32:
-		return appendKeyPart(dst, binary.BigEndian.AppendUint64(buf[:0], math.Float64bits(float64(a.Value(i))))), nil
+		return appendKeyFloat(dst, float64(a.Value(i))), nil
 	case *array.Float64:
-		return appendKeyPart(dst, binary.BigEndian.AppendUint64(buf[:0], math.Float64bits(a.Value(i)))), nil
+		return appendKeyFloat(dst, a.Value(i)), nil
 	case *array.String:
 		return appendKeyPart(dst, []byte(a.Value(i))), nil
 	case *array.Binary:
 		return appendKeyPart(dst, a.Value(i)), nil
 	case *array.Decimal128:
-		n := a.Value(i)
-		binary.BigEndian.PutUint64(buf[:8], uint64(n.HighBits()))
-		binary.BigEndian.PutUint64(buf[8:], n.LowBits())
-		return appendKeyPart(dst, buf[:16]), nil
+		return appendKeyDecimal(dst, a.Value(i)), nil
 	case *array.Date32:
-		return appendKeyPart(dst, binary.BigEndian.AppendUint64(buf[:0], uint64(int64(a.Value(i))))), nil
+		return appendKeyInt(dst, int64(a.Value(i))), nil
 	case *array.Time64:
-		return appendKeyPart(dst, binary.BigEndian.AppendUint64(buf[:0], uint64(int64(a.Value(i))))), nil
+		return appendKeyInt(dst, int64(a.Value(i))), nil
 	case *array.Timestamp:
-		return appendKeyPart(dst, binary.BigEndian.AppendUint64(buf[:0], uint64(int64(a.Value(i))))), nil
+		return appendKeyInt(dst, int64(a.Value(i))), nil
 	case *extensions.UUIDArray:
 		u := a.Value(i)
 		return appendKeyPart(dst, u[:]), nil

@@ -98,15 +98,22 @@ func (m *mirror) key(t decode.Tuple) (string, error) {
 }
 
 // appendKey appends the key of a tuple to b (safe for concurrent use).
+// Values come in text form, or in binary form from a binary copy (see
+// appendKeyFromBinary).
 func (m *mirror) appendKey(b []byte, t decode.Tuple) ([]byte, error) {
 	for j, i := range m.keyCols {
-		d := t[i]
-		if d.Kind != decode.Text {
-			return nil, fmt.Errorf("%s: key column %s is %s in the change", m.name(), m.rel.Columns[i].Name, kindName(d.Kind))
-		}
+		d, c := t[i], &m.rel.Columns[i]
 		var err error
-		if b, err = appendKeyFromText(b, m.keyType[j], d.Data); err != nil {
-			return nil, fmt.Errorf("%s: column %s: %w", m.name(), m.rel.Columns[i].Name, err)
+		switch d.Kind {
+		case decode.Text:
+			b, err = appendKeyFromText(b, m.keyType[j], d.Data)
+		case decode.Binary:
+			b, err = appendKeyFromBinary(b, m.keyType[j], c.TypeOID, d.Data)
+		default:
+			return nil, fmt.Errorf("%s: key column %s is %s in the change", m.name(), c.Name, kindName(d.Kind))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: column %s: %w", m.name(), c.Name, err)
 		}
 	}
 	return b, nil
@@ -172,8 +179,12 @@ func (m *mirror) insert(b *batch, idx rowIndex, row decode.Tuple, k string) erro
 // keyText renders a row's key for error messages.
 func (m *mirror) keyText(row decode.Tuple) string {
 	var parts []string
-	for _, i := range m.keyCols {
-		parts = append(parts, m.rel.Columns[i].Name+"="+string(row[i].Data))
+	for j, i := range m.keyCols {
+		v := string(row[i].Data)
+		if row[i].Kind == decode.Binary {
+			v = binaryValueText(m.keyType[j], m.rel.Columns[i].TypeOID, row[i].Data)
+		}
+		parts = append(parts, m.rel.Columns[i].Name+"="+v)
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
 }

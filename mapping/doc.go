@@ -24,5 +24,7 @@
 // bytea_output=hex; replication sets these on every connection it opens.
 // The parsers of the compound forms (ParseArray, ParseComposite,
 // ParseHstore, ParseInterval, ParseEWKB) accept exactly what PostgreSQL's
-// output functions print.
+// output functions print. A binary copy sends the binary (send) form of the
+// scalar types BinaryReadable accepts; ReadBinary and AppendBinary turn it
+// into the value, or the refusal, that the text form gives.
 package mapping

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/mapping"
 )
 
 // RowWriter takes the rows one copy worker reads. A row and its values are
@@ -197,7 +198,16 @@ func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Cop
 	chunks := planChunks(pages, len(txs), done)
 	p := &copyProgress{rel: rel, log: log, estimate: int64(estimate), start: time.Now(), last: time.Now(), cfg: cfg, before: doneRows}
 	p.rows.Store(doneRows)
-	log.Info("copy started", "table", rel.QualifiedName(), "estimated_rows", p.estimate, "chunks", len(chunks), "chunks_kept", len(done), "rows_kept", doneRows, "workers", min(len(txs), len(chunks)))
+	format, textFor := copyFormat(rel)
+	attrs := []any{"table", rel.QualifiedName(), "estimated_rows", p.estimate, "chunks", len(chunks), "chunks_kept", len(done), "rows_kept", doneRows, "workers", min(len(txs), len(chunks)), "format", format}
+	if textFor != nil {
+		attrs = append(attrs, "text_because", fmt.Sprintf("column %s has type %s", textFor.Name, typeName(textFor)))
+	}
+	log.Info("copy started", attrs...)
+	copySQL := " TO STDOUT"
+	if format == "binary" {
+		copySQL = " TO STDOUT (FORMAT binary)"
+	}
 
 	work := make(chan chunk) // closed by the feeder below
 	g, gctx := errgroup.WithContext(ctx)
@@ -218,7 +228,13 @@ func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Cop
 			return err
 		}
 		g.Go(func() error {
-			parser := new(decode.CopyTextParser)
+			cw := &copyWriter{rel: rel, w: w, progress: p, keepalive: keepalive}
+			if format == "binary" {
+				cw.binary = new(decode.CopyBinaryParser)
+			} else {
+				cw.text = new(decode.CopyTextParser)
+			}
+			cw.row = cw.writeRow
 			for c := range work {
 				q := base
 				if c.from > 0 {
@@ -227,14 +243,15 @@ func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Cop
 				if c.to > 0 {
 					q += fmt.Sprintf(" AND ctid < '(%d,0)'", c.to)
 				}
-				cw := &copyWriter{rel: rel, w: w, parser: parser, progress: p, keepalive: keepalive}
-				if _, err := tx.Conn().PgConn().CopyTo(gctx, cw, "COPY ("+q+") TO STDOUT"); err != nil {
+				if _, err := tx.Conn().PgConn().CopyTo(gctx, cw, "COPY ("+q+")"+copySQL); err != nil {
 					return fmt.Errorf("copy %s: %w", rel.QualifiedName(), err)
 				}
-				if len(cw.partial) > 0 {
-					return fmt.Errorf("copy %s: output ended inside a row", rel.QualifiedName())
+				if err := cw.end(); err != nil {
+					return err
 				}
-				if err := p.add(cw.pending, keepalive); err != nil {
+				rows := cw.pending
+				cw.pending = 0
+				if err := p.add(rows, keepalive); err != nil {
 					return err
 				}
 				if err := sink.ChunkDone(gctx, rel.ID, w, c.from, c.to); err != nil {
@@ -351,19 +368,57 @@ func (p *copyProgress) done() {
 	fmt.Fprintln(p.cfg.Terminal)
 }
 
-// copyWriter parses COPY text output as it arrives and feeds a CopyWriter.
+// copyFormat returns the COPY format of a table's copy: binary when
+// mapping reads every column's binary form, else text, with the first
+// column that keeps the copy on text.
+func copyFormat(rel *decode.Relation) (format string, textFor *decode.Column) {
+	for i := range rel.Columns {
+		c := &rel.Columns[i]
+		if !mapping.BinaryReadable(rel.QualifiedName(), c.Mapping()) {
+			return "text", c
+		}
+	}
+	return "binary", nil
+}
+
+// typeName names a column's type for the log.
+func typeName(c *decode.Column) string {
+	switch {
+	case c.Override != nil:
+		return c.TypeName + " with a mapping rule"
+	case c.TypeName != "":
+		return c.TypeName
+	case c.Type != nil:
+		return c.Type.Display()
+	case mapping.Builtin(c.TypeOID, c.TypeMod) != nil:
+		return mapping.Builtin(c.TypeOID, c.TypeMod).Display()
+	}
+	return fmt.Sprintf("oid %d", c.TypeOID)
+}
+
+// copyWriter parses the output of one worker's COPY commands, in text or
+// binary form, as it arrives, and feeds a RowWriter.
 type copyWriter struct {
 	rel       *decode.Relation
 	w         RowWriter
-	parser    *decode.CopyTextParser
+	text      *decode.CopyTextParser   // text format: one line a row
+	partial   []byte                   // text format: a line split across writes
+	binary    *decode.CopyBinaryParser // binary format
+	row       func(decode.Tuple) error // writeRow, bound once
 	progress  *copyProgress
 	keepalive func() error
-	partial   []byte
 	pending   int64 // rows not yet counted in progress
 }
 
 func (w *copyWriter) Write(p []byte) (int, error) {
 	n := len(p)
+	if w.binary != nil {
+		// CopyTo's caller names the table.
+		if err := w.binary.Feed(p, len(w.rel.Columns), w.row); err != nil {
+			return 0, err
+		}
+		return n, nil
+	}
 	if len(w.partial) > 0 {
 		p = append(w.partial, p...)
 		w.partial = w.partial[:0]
@@ -375,19 +430,40 @@ func (w *copyWriter) Write(p []byte) (int, error) {
 			return n, nil
 		}
 		// The row is valid until the next line: w.w copies what it keeps.
-		row, err := w.parser.Parse(p[:i], len(w.rel.Columns))
+		row, err := w.text.Parse(p[:i], len(w.rel.Columns))
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", w.rel.QualifiedName(), err)
 		}
-		if err := w.w.Row(row); err != nil {
+		if err := w.writeRow(row); err != nil {
 			return 0, err
 		}
 		p = p[i+1:]
-		if w.pending++; w.pending == 4096 {
-			w.pending = 0
-			if err := w.progress.add(4096, w.keepalive); err != nil {
-				return 0, err
-			}
-		}
 	}
+}
+
+// writeRow hands one row to the RowWriter and counts it.
+func (w *copyWriter) writeRow(row decode.Tuple) error {
+	if err := w.w.Row(row); err != nil {
+		return err
+	}
+	if w.pending++; w.pending == 4096 {
+		w.pending = 0
+		return w.progress.add(4096, w.keepalive)
+	}
+	return nil
+}
+
+// end checks that one COPY's output ended after a whole row.
+func (w *copyWriter) end() error {
+	if w.binary != nil {
+		if err := w.binary.End(); err != nil {
+			return fmt.Errorf("copy %s: %w", w.rel.QualifiedName(), err)
+		}
+		return nil
+	}
+	if len(w.partial) > 0 {
+		w.partial = w.partial[:0]
+		return fmt.Errorf("copy %s: output ended inside a row", w.rel.QualifiedName())
+	}
+	return nil
 }
