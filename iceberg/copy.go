@@ -259,14 +259,14 @@ func (w *CopyWriter) take(upsert bool) (int, error) {
 		id := int32(len(m.files))
 		m.files = append(m.files, f.path)
 		m.closed = append(m.closed, f.df)
-		for pos := range f.keys.len() {
-			k, l := f.keys.key(pos), loc{file: id, pos: int64(pos)}
-			if upsert {
+		if upsert {
+			for pos := range f.keys.len() {
+				k := f.keys.key(pos)
 				m.deleteKey(&m.batch, m.index, string(k))
+				m.index.add(k, loc{file: id, pos: int64(pos)})
 			}
-			if !m.index.add(k, l) && !upsert {
-				return rows, fmt.Errorf("%s: key %q copied twice", m.name(), k)
-			}
+		} else if k, ok := m.index.addAll(&f.keys, id); !ok {
+			return rows, fmt.Errorf("%s: key %q copied twice", m.name(), k)
 		}
 		rows += f.keys.len()
 	}

@@ -23,6 +23,7 @@ type intTable struct {
 	n       int // keys in the shards
 	hasZero bool
 	zero    uint64 // the value of key 0
+	touched uint64 // a sum of slots putAll read ahead, so the reads stay
 }
 
 const (
@@ -83,13 +84,15 @@ func (t *intTable) get(k uint64) (uint64, bool) {
 }
 
 // put sets k to v and reports whether k is new.
-func (t *intTable) put(k, v uint64) bool {
+func (t *intTable) put(k, v uint64) bool { return t.putHashed(t.hash(k), k, v) }
+
+// putHashed is put of a key whose hash is h.
+func (t *intTable) putHashed(h, k, v uint64) bool {
 	if k == 0 {
 		added := !t.hasZero
 		t.zero, t.hasZero = v, true
 		return added
 	}
-	h := t.hash(k)
 	s := t.shard(h)
 	if (s.n+1)*4 > len(s.slots)*3 { // at most 3/4 full
 		t.grow(s, max(2*len(s.slots), 8))
@@ -106,6 +109,66 @@ func (t *intTable) put(k, v uint64) bool {
 	s.n++
 	t.n++
 	return true
+}
+
+// putAll sets every pair, as put does, and returns the first key that was
+// there already (ok false: its value is overwritten; keys of later shards
+// are not set).
+//
+// An index of millions of keys is far larger than the CPU's own caches and
+// TLB, so an insert in key order mostly waits for its slot's cache line
+// and page walk. putAll sorts the pairs by shard first (one counting
+// pass), so the inserts of a shard touch only its slots, which the caches
+// hold; within a shard it reads the home slots of a group of keys ahead,
+// loads that do not depend on each other and whose misses overlap.
+func (t *intTable) putAll(kv []intSlot) (dup uint64, ok bool) {
+	var start [intShards + 1]int
+	for _, e := range kv {
+		start[t.hash(e.key)>>(64-intShardBits)+1]++
+	}
+	for i := range intShards {
+		start[i+1] += start[i]
+	}
+	sorted, at := make([]intSlot, len(kv)), start
+	for _, e := range kv {
+		s := t.hash(e.key) >> (64 - intShardBits)
+		sorted[at[s]] = e
+		at[s]++
+	}
+	const group = 16
+	var hs [group]uint64
+	var touched uint64
+	for i := range intShards {
+		part := sorted[start[i]:start[i+1]]
+		if len(part) == 0 {
+			continue
+		}
+		if s := &t.shards[i]; (s.n+len(part))*4 > len(s.slots)*3 {
+			size := max(len(s.slots), 8)
+			for (s.n+len(part))*4 > size*3 {
+				size *= 2
+			}
+			t.grow(s, size)
+		}
+		for len(part) > 0 {
+			n := min(len(part), group)
+			s := &t.shards[i]
+			mask := s.mask()
+			for j := range n {
+				h := t.hash(part[j].key)
+				hs[j] = h
+				touched += s.slots[h&mask].key
+			}
+			for j := range n {
+				if !t.putHashed(hs[j], part[j].key, part[j].val) {
+					return part[j].key, false
+				}
+			}
+			part = part[n:]
+		}
+	}
+	t.touched += touched // keeps the reads
+	return 0, true
 }
 
 // grow moves a shard's keys into size slots.

@@ -102,3 +102,70 @@ func BenchmarkIntTableGet(b *testing.B) {
 		x.get(uint64(i%n) + 1)
 	}
 }
+
+// BenchmarkIntTableInsert inserts 5M keys of a bigserial column one by one
+// and with putAll, into a table reserved for them (as a copy does).
+func BenchmarkIntTableInsert(b *testing.B) {
+	const n = 5_000_000
+	kv := make([]intSlot, n)
+	for i := range kv {
+		kv[i] = intSlot{uint64(i + 1), uint64(i)}
+	}
+	b.Run("put", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			t := newIntTable()
+			t.reserve(n)
+			b.StartTimer()
+			for _, e := range kv {
+				t.put(e.key, e.val)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds()) /* timer stopped while reserving */ /float64(b.N*n), "ns/key")
+	})
+	b.Run("putAll", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			t := newIntTable()
+			t.reserve(n)
+			b.StartTimer()
+			t.putAll(kv)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds()) /* timer stopped while reserving */ /float64(b.N*n), "ns/key")
+	})
+}
+
+// putAll leaves the table as put does, key 0 included, and names a key
+// that was there already.
+func TestIntTablePutAll(t *testing.T) {
+	var kv []intSlot
+	for i := range 100_000 {
+		kv = append(kv, intSlot{uint64(i) * 0x9e3779b97f4a7c15, uint64(i)}) // key 0 first
+	}
+	one, all := newIntTable(), newIntTable()
+	all.put(kv[5].key, 99) // grows from empty
+	one.put(kv[5].key, 99)
+	for _, e := range kv[:5] {
+		one.put(e.key, e.val)
+	}
+	if _, ok := all.putAll(kv[:5]); !ok {
+		t.Fatal("putAll of new keys reported one there already")
+	}
+	for _, e := range kv[6:] {
+		one.put(e.key, e.val)
+	}
+	if _, ok := all.putAll(kv[6:]); !ok {
+		t.Fatal("putAll of new keys reported one there already")
+	}
+	if one.len() != all.len() || all.len() != len(kv) {
+		t.Fatalf("put holds %d keys, putAll %d; want %d", one.len(), all.len(), len(kv))
+	}
+	for k, v := range one.all() {
+		if got, ok := all.get(k); !ok || got != v {
+			t.Fatalf("key %#x: putAll table has %d, %t; put table %d", k, got, ok, v)
+		}
+	}
+	if dup, ok := all.putAll([]intSlot{{12345, 1}, kv[77]}); ok || dup != kv[77].key {
+		t.Errorf("putAll over an existing key = %#x, %t; want %#x, false", dup, ok, kv[77].key)
+	}
+}

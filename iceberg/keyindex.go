@@ -1,6 +1,9 @@
 package iceberg
 
-import "iter"
+import (
+	"encoding/binary"
+	"iter"
+)
 
 // keyIndex maps row keys to row locations, with the location packed in 8
 // bytes. A key that is one 8-byte part (an integer, float, date, time or
@@ -102,6 +105,27 @@ func (x *keyIndex) del(k string) {
 		return
 	}
 	delete(x.long, k)
+}
+
+// addAll indexes the keys of a copied file, expected to be new, key i at
+// row i of file. It returns a key that was there already, if any (ok
+// false; as with add, what happens to the rest is undefined: the caller
+// treats it as an error). Keys of one 8-byte value go in together (see
+// intTable.putAll).
+func (x *keyIndex) addAll(keys *copiedKeys, file int32) (dup []byte, ok bool) {
+	kv := make([]intSlot, 0, keys.len())
+	for i := range keys.len() {
+		k, l := keys.key(i), packLoc(loc{file: file, pos: int64(i)})
+		if v, isInt := intKey(k); isInt {
+			kv = append(kv, intSlot{v, l})
+		} else if !x.add(k, unpackLoc(l)) {
+			return k, false
+		}
+	}
+	if v, ok := x.ints.putAll(kv); !ok {
+		return binary.BigEndian.AppendUint64([]byte{8}, v), false
+	}
+	return nil, true
 }
 
 // delBytes is del for a key in a byte slice.
