@@ -1,6 +1,7 @@
 package iceberg
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -23,11 +24,20 @@ const (
 	rowGroupRows = 128 * 1024
 )
 
-// countingWriter counts the bytes written through it.
+// countingWriter buffers what is written to a file and counts the bytes.
+// The Parquet writer writes a page header and its data separately, and
+// small pages; without the buffer each is a system call.
 type countingWriter struct {
-	w io.Writer
+	w *bufio.Writer
 	n int64
 }
+
+func newCountingWriter(w io.Writer) *countingWriter {
+	return &countingWriter{w: bufio.NewWriterSize(w, 256<<10)}
+}
+
+// flush writes out what is buffered.
+func (c *countingWriter) flush() error { return c.w.Flush() }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
@@ -68,7 +78,7 @@ func newFileWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	cw := &countingWriter{w: out}
+	cw := newCountingWriter(out)
 	pw, err := newParquetWriter(asc, cw)
 	if err != nil {
 		_ = out.Close()
@@ -162,6 +172,10 @@ func (f *fileWriter) close() (icego.DataFile, error) {
 	f.bld.Release()
 	if err := f.pw.Close(); err != nil {
 		return nil, fmt.Errorf("close %s: %w", f.path, err)
+	}
+	if err := f.cw.flush(); err != nil {
+		_ = f.out.Close()
+		return nil, fmt.Errorf("write %s: %w", f.path, err)
 	}
 	if err := f.out.Close(); err != nil {
 		return nil, fmt.Errorf("close %s: %w", f.path, err)

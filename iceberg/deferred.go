@@ -66,7 +66,7 @@ func newDeferredWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	cw := &countingWriter{w: out}
+	cw := newCountingWriter(out)
 	pw, err := newParquetWriter(arrow.NewSchema(append(slices.Clone(lead), tail...), nil), cw)
 	if err != nil {
 		_ = out.Close()
@@ -135,6 +135,10 @@ func (d *deferredWriter) finish(late []arrow.Array) (icego.DataFile, error) {
 	}
 	if err := d.pw.Close(); err != nil {
 		return nil, fmt.Errorf("close %s: %w", d.path, err)
+	}
+	if err := d.cw.flush(); err != nil {
+		_ = d.out.Close()
+		return nil, fmt.Errorf("write %s: %w", d.path, err)
 	}
 	if err := d.out.Close(); err != nil {
 		return nil, fmt.Errorf("close %s: %w", d.path, err)
