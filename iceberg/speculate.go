@@ -43,6 +43,10 @@ type specTable struct {
 	log *specLog      // nil without a changelog
 }
 
+// specMaxChanges bounds what a speculation holds (its key index overlay
+// grows with it): a larger transaction is applied from the spool.
+const specMaxChanges = specMaxFiles * specRowGroupRows
+
 // errSpecUnsupported abandons a speculation: the transaction is applied at
 // commit instead.
 var errSpecUnsupported = errors.New("not applied ahead")
@@ -133,6 +137,9 @@ func (s *Sink) specChange(sp *speculation, c *decode.Change) error {
 			sp.tables[st] = t
 		}
 		sp.last, sp.lastT = st, t
+	}
+	if sp.changes >= specMaxChanges {
+		return fmt.Errorf("more than %d changes: %w", specMaxChanges, errSpecUnsupported)
 	}
 	if c.Op == decode.Update && hasUnchanged(c.After) {
 		return fmt.Errorf("%s: an unchanged TOAST value: %w", c.Rel.QualifiedName(), errSpecUnsupported)
