@@ -14,8 +14,10 @@ import (
 // is committed, the slot is not yet acknowledged), "mid-batch" (a change is
 // being applied, the batch is not flushed), "copy-finish" (a copy's rows
 // are written, FinishCopy has not committed them), "copy-chunk" (a chunk of
-// a first copy is committed) and "copy-done" (a table's copy is committed
-// and marked complete).
+// a first copy is committed), "copy-done" (a table's copy is committed
+// and marked complete), "spec-change" (a change of a streamed transaction is
+// being applied ahead of its commit) and "spec-commit" (a speculation is
+// merged into the flush, which has not committed it).
 var crash = parseCrash(os.Getenv("PG2ICEBERG_TEST_CRASH"))
 
 type crashSpec struct {

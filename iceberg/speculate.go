@@ -119,6 +119,7 @@ func (s *Sink) SpecChange(c *decode.Change) error {
 }
 
 func (s *Sink) specChange(sp *speculation, c *decode.Change) error {
+	crashPoint("spec-change")
 	var t *specTable
 	if st := s.tables[c.Rel.ID]; st != nil && st == sp.last {
 		t = sp.lastT
@@ -208,6 +209,7 @@ func (s *Sink) SpecCommit(ctx context.Context, xid uint32, commitLSN, end decode
 	}
 	s.seq = sp.seq
 	s.pending += sp.changes
+	crashPoint("spec-commit")
 	s.log.Info("streamed transaction applied ahead", "xid", xid, "changes", sp.changes, "commit_lsn", commitLSN)
 	return true, s.Commit(ctx, end)
 }

@@ -193,3 +193,62 @@ print(con.execute("SELECT count(*), count(DISTINCT lsn), count(DISTINCT commit_t
 		t.Logf("duckdb reads the transaction applied ahead: %s", got)
 	}
 }
+
+// The bridge killed while it applies a streamed transaction ahead of its
+// commit, or after merging it into the flush and before committing it,
+// restarts and ends with the mirror equal to PostgreSQL and every change in
+// the changelog once: what it wrote ahead was never committed, and the
+// server sends the transaction again.
+func TestStreamedTransactionAheadCrash(t *testing.T) {
+	for _, crash := range []string{"spec-change:20000", "spec-commit:1"} {
+		t.Run(crash, func(t *testing.T) {
+			pg := harness.StartPostgresT(t, harness.PostgresOptions{Settings: map[string]string{"logical_decoding_work_mem": "64kB"}})
+			if err := pg.Exec(context.Background(), `CREATE TABLE big (id int PRIMARY KEY, v text, n bigint);
+				INSERT INTO big SELECT g, 'old ' || g, g FROM generate_series(1, 10000) g;
+				CREATE PUBLICATION big_pub FOR TABLE big;`); err != nil {
+				t.Fatal(err)
+			}
+			conn := pgConn(t, pg)
+			tg := localTarget(t)
+			args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "big_pub", "--flush-interval", "1s"}, tg.args()...)
+			b := startBridge(t, []string{"PG2ICEBERG_TEST_CRASH=" + crash}, args...)
+			waitSlot(t, conn, "pg2iceberg_big_pub", b)
+			waitCaughtUp(t, conn, "pg2iceberg_big_pub", b)
+			ctx := context.Background()
+			tx, err := conn.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var changes int64
+			for _, s := range []string{
+				"INSERT INTO big SELECT g, 'new ' || g, g FROM generate_series(100001, 140000) g",
+				"UPDATE big SET v = 'upd', n = -n WHERE id <= 3000",
+				"DELETE FROM big WHERE id BETWEEN 3001 AND 4000",
+			} {
+				tag, err := tx.Exec(ctx, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				changes += tag.RowsAffected()
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			exec1(t, conn, "INSERT INTO big VALUES (500000, 'after', 0)")
+			changes++
+			b.exited(t, time.Minute)
+			if !strings.Contains(b.err.Error(), "killed") {
+				t.Fatalf("bridge exited with %v, want SIGKILL at %s; log:\n%s", b.err, crash, tail(b.log(), 20))
+			}
+			b = startBridge(t, nil, args...)
+			waitCaughtUp(t, conn, "pg2iceberg_big_pub", b)
+			b.stop(t)
+			if !strings.Contains(b.log(), "streamed transaction applied ahead") {
+				t.Errorf("after the restart the transaction was not applied ahead; log:\n%s", tail(b.log(), 20))
+			}
+			want := pgRows(t, conn, "id, v, n", "public.big")
+			compareRows(t, "iceberg-go", "public.big", "id", icegoRows(t, tg, "public.big"), want)
+			checkChangelog(t, tg, "public.big", changes)
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -107,6 +108,11 @@ type specState struct {
 	// not reach the stream's decoder, which decodes other transactions.
 	dec  decode.Decoder
 	subs map[uint32]bool // subtransactions with changes applied
+	// rels are the transaction's relation messages. Once a streamed
+	// transaction commits, the server counts its relation messages as
+	// received and does not send them again before the next change: the
+	// stream's decoder must learn them, as a replay from the spool would.
+	rels [][]byte
 }
 
 // Stream runs START_REPLICATION and feeds the sink until ctx is done or an
@@ -339,6 +345,7 @@ func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 			s.spec.xid = m.XID
 			s.spec.dec = decode.Decoder{Transient: true}
 			clear(s.spec.subs)
+			s.spec.rels = s.spec.rels[:0]
 		}
 	case *decode.StreamStop:
 	case *decode.StreamAbort:
@@ -356,6 +363,11 @@ func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 			s.inTx = false
 			if ok {
 				s.spool.discard(m.XID)
+				for _, data := range s.spec.rels {
+					if _, err := s.dec.DecodeStreamed(data); err != nil {
+						return err
+					}
+				}
 				return nil
 			}
 		}
@@ -406,7 +418,9 @@ func (s *stream) speculate(sub uint32, data []byte) {
 			sp.sink.SpecAbandon(err.Error())
 			return
 		}
-		sp.sink.SpecRelation(msg.(*decode.RelationMessage).Rel)
+		if sp.sink.SpecRelation(msg.(*decode.RelationMessage).Rel) {
+			sp.rels = append(sp.rels, bytes.Clone(data))
+		}
 	case 'Y':
 	default: // TRUNCATE, a logical message (DDL capture)
 		sp.sink.SpecAbandon(fmt.Sprintf("a %q message in the transaction", data[0]))
