@@ -252,3 +252,74 @@ func TestStreamedTransactionAheadCrash(t *testing.T) {
 		})
 	}
 }
+
+// Two large transactions stream at once: the first is applied ahead, the
+// second spooled; the second commits first (applied from the spool while
+// the first is still open), then the first. Then a third, on the rows both
+// changed. The mirror ends equal to PostgreSQL, each change once in the
+// changelog.
+func TestStreamedTransactionsInterleaved(t *testing.T) {
+	pg := harness.StartPostgresT(t, harness.PostgresOptions{Settings: map[string]string{"logical_decoding_work_mem": "64kB"}})
+	if err := pg.Exec(context.Background(), `CREATE TABLE big (id int PRIMARY KEY, v text, n bigint);
+		INSERT INTO big SELECT g, 'old ' || g, g FROM generate_series(1, 10000) g;
+		CREATE PUBLICATION big_pub FOR TABLE big;`); err != nil {
+		t.Fatal(err)
+	}
+	conn, other := pgConn(t, pg), pgConn(t, pg)
+	tg := localTarget(t)
+	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "big_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	waitSlot(t, conn, "pg2iceberg_big_pub", b)
+	waitCaughtUp(t, conn, "pg2iceberg_big_pub", b)
+	ctx := context.Background()
+	var changes int64
+	run := func(tx pgx.Tx, sql string) {
+		t.Helper()
+		tag, err := tx.Exec(ctx, sql)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		changes += tag.RowsAffected()
+	}
+	first, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(first, "INSERT INTO big SELECT g, 'first', g FROM generate_series(100001, 130000) g")
+	time.Sleep(200 * time.Millisecond)
+	run(second, "INSERT INTO big SELECT g, 'second', g FROM generate_series(200001, 230000) g")
+	run(second, "UPDATE big SET v = 'second' WHERE id BETWEEN 5001 AND 8000")
+	time.Sleep(200 * time.Millisecond)
+	run(first, "UPDATE big SET v = 'first' WHERE id <= 3000")
+	if err := second.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	run(first, "DELETE FROM big WHERE id BETWEEN 3001 AND 4000")
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	third, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(third, "UPDATE big SET n = -n WHERE id BETWEEN 2001 AND 6000 OR id BETWEEN 120001 AND 125000 OR id BETWEEN 220001 AND 225000")
+	if err := third.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitCaughtUp(t, conn, "pg2iceberg_big_pub", b)
+	b.stop(t)
+	log := b.log()
+	if n := strings.Count(log, "streamed transaction applied ahead"); n != 2 {
+		t.Errorf("%d transactions applied ahead, want 2 (the first and the third); log:\n%s", n, tail(log, 30))
+	}
+	if !strings.Contains(log, "streamed transaction committed") {
+		t.Errorf("the second transaction was not applied from the spool; log:\n%s", tail(log, 30))
+	}
+	want := pgRows(t, conn, "id, v, n", "public.big")
+	compareRows(t, "iceberg-go", "public.big", "id", icegoRows(t, tg, "public.big"), want)
+	checkChangelog(t, tg, "public.big", changes)
+}
