@@ -232,6 +232,22 @@ func TestTypeMatrix(t *testing.T) {
 	checkTypeChangelog(t, m.tg, m.conn, m.cols)
 }
 
+// The type matrix with logical_decoding_work_mem at its minimum: the
+// stream's transactions (1.75 MB values, nested types) arrive streamed and
+// are applied ahead of their commit, changelog files with the commit
+// columns written last included, or from the spool where a speculation is
+// given up (an UPDATE leaving a TOASTed value unchanged).
+func TestTypeMatrixStreamed(t *testing.T) {
+	m := startTypeMatrixOf(t, nil, map[string]string{"logical_decoding_work_mem": "64kB"})
+	waitCaughtUp(t, m.conn, typesSlot, m.b)
+	m.stream(t)
+	if !strings.Contains(m.b.log(), "streamed transaction applied ahead") {
+		t.Errorf("no transaction of the matrix was applied ahead; log:\n%s", tail(m.b.log(), 30))
+	}
+	compareTypeMatrix(t, m.tg, m.conn, m.cols, "after the stream, streamed transactions")
+	checkTypeChangelog(t, m.tg, m.conn, m.cols)
+}
+
 const typesSlot = "pg2iceberg_types_pub"
 
 // typeMatrix is one run of the matrix: the source, with types.matrix
@@ -249,15 +265,15 @@ type typeMatrix struct {
 // the initial copy under way.
 func startTypeMatrix(t *testing.T, flags ...string) *typeMatrix {
 	t.Helper()
-	return startTypeMatrixOf(t, nil, flags...)
+	return startTypeMatrixOf(t, nil, nil, flags...)
 }
 
 // startTypeMatrixOf is startTypeMatrix with only the columns keep keeps
-// (nil: all; the key id always).
-func startTypeMatrixOf(t *testing.T, keep func(name string) bool, flags ...string) *typeMatrix {
+// (nil: all; the key id always), on a server with extra settings.
+func startTypeMatrixOf(t *testing.T, keep func(name string) bool, settings map[string]string, flags ...string) *typeMatrix {
 	t.Helper()
 	ctx := context.Background()
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
+	pg := harness.StartPostgresT(t, harness.PostgresOptions{Settings: settings})
 	m := &typeMatrix{conn: pgConn(t, pg), tg: localTarget(t)}
 	var postgis bool
 	if err := m.conn.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_available_extensions WHERE name = 'postgis'").Scan(&postgis); err != nil {
@@ -610,7 +626,7 @@ func TestTypeMatrixBinaryCopy(t *testing.T) {
 	binary := map[string]bool{"c_bool": true, "c_int2": true, "c_int4": true, "c_int8": true, "c_float4": true, "c_float8": true,
 		"c_num_10_2": true, "c_num_38_10": true, "c_num_neg": true, "c_num_tiny": true, "c_text": true, "c_varchar": true,
 		"c_bpchar": true, "c_bytea": true, "c_uuid": true, "c_date": true, "c_ts": true, "c_tstz": true}
-	m := startTypeMatrixOf(t, func(name string) bool { return binary[name] })
+	m := startTypeMatrixOf(t, func(name string) bool { return binary[name] }, nil)
 	if len(m.cols) != len(binary)+1 {
 		t.Fatalf("%d columns kept, want %d", len(m.cols), len(binary)+1)
 	}
