@@ -284,7 +284,9 @@ func startSpark(t *testing.T, uri, token, jar string) *sparkSession {
 	go func() {
 		defer close(s.lines)
 		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		// A dump of rows holding 1.75 MB values (the type matrix's changelog)
+		// is one line of a few hundred MB.
+		sc.Buffer(make([]byte, 1<<20), 1<<30)
 		for sc.Scan() {
 			if line, ok := strings.CutPrefix(sc.Text(), "@@ "); ok {
 				select {

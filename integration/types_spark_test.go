@@ -29,7 +29,11 @@ const sparkRules = `rules:
 // requires Spark SQL (through the REST catalog pg2iceberg serves) to read
 // every value as PostgreSQL has it: after the initial copy, by time travel
 // to its snapshot, and after the stream. pyiceberg and iceberg-go read
-// the same mirror as a check on the rule.
+// the same mirror as a check on the rule. The stream's transactions arrive
+// streamed (logical_decoding_work_mem 64kB) and some are applied ahead of
+// their commit: Spark reads the changelog, files written ahead (commit
+// columns last) included, and its last after image of each row equals
+// PostgreSQL's row.
 func TestTypeMatrixSpark(t *testing.T) {
 	began := time.Now()
 	jar := sparkJar(t)
@@ -37,7 +41,7 @@ func TestTypeMatrixSpark(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(sparkRules), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m := startTypeMatrix(t, "--config", cfg)
+	m := startTypeMatrixOf(t, nil, map[string]string{"logical_decoding_work_mem": "64kB"}, "--config", cfg)
 	// Spark starts while the copy and the stream run.
 	uri, token := serveCatalog(t, m.tg)
 	spark := startSpark(t, uri, token, jar)
@@ -57,6 +61,12 @@ func TestTypeMatrixSpark(t *testing.T) {
 	compareRows(t, "Spark SQL", fmt.Sprintf("types.matrix after the initial copy (VERSION AS OF %d)", snap), "id",
 		read(fmt.Sprintf("SELECT * FROM pg.types.matrix VERSION AS OF %d", snap)), copied)
 	compareRows(t, "Spark SQL", "types.matrix after the stream", "id", read("SELECT * FROM pg.types.matrix"), streamed)
+	if !strings.Contains(m.b.log(), "streamed transaction applied ahead") {
+		t.Errorf("no transaction of the matrix was applied ahead; log:\n%s", tail(m.b.log(), 30))
+	}
+	if changes, ok := spark.dump(t, "SELECT * FROM pg.types.matrix__changelog"); ok {
+		checkTypeChangelogRows(t, "Spark SQL", changes, m.conn, cols)
+	}
 	sparkRefusesTime(t, spark, m.tg)
 	t.Logf("Spark session up in %.0fs; total %.0fs", spark.upAfter.Seconds(), time.Since(began).Seconds())
 }

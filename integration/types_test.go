@@ -415,8 +415,14 @@ func pyicebergNullLists(t *testing.T, got, want []row) []row {
 // row as it is, in the after image, read by pyiceberg.
 func checkTypeChangelog(t *testing.T, tg target, conn *pgx.Conn, cols []typeCol) {
 	t.Helper()
+	checkTypeChangelogRows(t, "pyiceberg", pyicebergRows(t, tg, "types.matrix__changelog"), conn, cols)
+}
+
+// checkTypeChangelogRows is checkTypeChangelog of the changelog rows a
+// reader read.
+func checkTypeChangelogRows(t *testing.T, reader string, changes []row, conn *pgx.Conn, cols []typeCol) {
+	t.Helper()
 	want := digestRows(pgRows(t, conn, canonSelect(cols), "types.matrix"))
-	changes := pyicebergRows(t, tg, "types.matrix__changelog")
 	sort.SliceStable(changes, func(i, j int) bool {
 		if li, lj := fmt.Sprint(changes[i]["lsn"]), fmt.Sprint(changes[j]["lsn"]); li != lj {
 			return len(li) < len(lj) || (len(li) == len(lj) && li < lj)
@@ -440,7 +446,7 @@ func checkTypeChangelog(t *testing.T, tg target, conn *pgx.Conn, cols []typeCol)
 	for _, r := range last {
 		got = append(got, r)
 	}
-	compareRows(t, "pyiceberg", "types.matrix__changelog (last after image per key)", "id", pyicebergNullLists(t, digestRows(got), want), want)
+	compareRows(t, reader, "types.matrix__changelog (last after image per key)", "id", pyicebergNullLists(t, digestRows(got), want), want)
 }
 
 // digestRows replaces strings over 256 bytes by their length and digest,
