@@ -170,17 +170,27 @@ func (f *fileWriter) close() (icego.DataFile, error) {
 		return nil, err
 	}
 	f.bld.Release()
-	if err := f.pw.Close(); err != nil {
-		return nil, fmt.Errorf("close %s: %w", f.path, err)
-	}
-	if err := f.cw.flush(); err != nil {
-		_ = f.out.Close()
-		return nil, fmt.Errorf("write %s: %w", f.path, err)
-	}
-	if err := f.out.Close(); err != nil {
-		return nil, fmt.Errorf("close %s: %w", f.path, err)
+	if err := closeParquet(f.pw, f.cw, f.out, f.path); err != nil {
+		return nil, err
 	}
 	return describeFile(f.pw, f.path, f.cw.n, f.schema, f.spec, f.partition, f.content, f.props)
+}
+
+// closeParquet finishes a Parquet file: its footer, the buffered bytes,
+// the file.
+func closeParquet(pw *pqarrow.FileWriter, cw *countingWriter, out io.Closer, path string) error {
+	if err := pw.Close(); err != nil {
+		_ = out.Close()
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	if err := cw.flush(); err != nil {
+		_ = out.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	return nil
 }
 
 // describeFile describes a closed Parquet file for a manifest.

@@ -133,15 +133,8 @@ func (d *deferredWriter) finish(late []arrow.Array) (icego.DataFile, error) {
 			return nil, fmt.Errorf("write %s: %w", d.path, err)
 		}
 	}
-	if err := d.pw.Close(); err != nil {
-		return nil, fmt.Errorf("close %s: %w", d.path, err)
-	}
-	if err := d.cw.flush(); err != nil {
-		_ = d.out.Close()
-		return nil, fmt.Errorf("write %s: %w", d.path, err)
-	}
-	if err := d.out.Close(); err != nil {
-		return nil, fmt.Errorf("close %s: %w", d.path, err)
+	if err := closeParquet(d.pw, d.cw, d.out, d.path); err != nil {
+		return nil, err
 	}
 	return describeFile(d.pw, d.path, d.cw.n, d.schema, d.spec, nil, icego.EntryContentData, d.props)
 }

@@ -95,17 +95,7 @@ func (x *keyIndex) add(k []byte, l loc) bool {
 	return len(x.long) > n
 }
 
-func (x *keyIndex) del(k string) {
-	if v, ok := intKey(k); ok {
-		x.ints.del(v)
-		return
-	}
-	if a, ok := shortKey(k); ok {
-		delete(x.short, a)
-		return
-	}
-	delete(x.long, k)
-}
+func (x *keyIndex) del(k string) { delKey(x, k) }
 
 // addAll indexes the keys of a copied file, expected to be new, key i at
 // row i of file. It returns a key that was there already, if any (ok
@@ -129,7 +119,9 @@ func (x *keyIndex) addAll(keys *copiedKeys, file int32) (dup []byte, ok bool) {
 }
 
 // delBytes is del for a key in a byte slice.
-func (x *keyIndex) delBytes(k []byte) {
+func (x *keyIndex) delBytes(k []byte) { delKey(x, k) }
+
+func delKey[K string | []byte](x *keyIndex, k K) {
 	if v, ok := intKey(k); ok {
 		x.ints.del(v)
 		return
