@@ -108,7 +108,44 @@ func ensureTable(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 	if err != nil {
 		return nil, fmt.Errorf("create table %v: %w", ident, err)
 	}
+	if !locationTaken(ctx, tbl) {
+		return tbl, nil
+	}
+	// A table renamed away from this name (see renameTable) keeps its files
+	// where they are: the name's default location is another table's. Two
+	// tables in one directory would confuse readers without a catalog (its
+	// version-hint.text) and orphan-file cleanup (each other's files look
+	// like orphans). The new table gets a location of its own.
+	if err := cat.DropTable(ctx, ident); err != nil {
+		return nil, fmt.Errorf("create table %v: its default location %s belongs to another table; dropping the table created there: %w", ident, tbl.Location(), err)
+	}
+	if fs, err := tbl.FS(ctx); err == nil {
+		if wfs, ok := fs.(icebergio.WriteFileIO); ok {
+			_ = wfs.Remove(tbl.MetadataLocation())
+		}
+	}
+	loc := tbl.Location() + "-" + uuid.NewString()[:8]
+	tbl, err = cat.CreateTable(ctx, ident, sc, append(opts, catalog.WithLocation(loc))...)
+	if err != nil {
+		return nil, fmt.Errorf("create table %v at %s: %w", ident, loc, err)
+	}
 	return tbl, nil
+}
+
+// locationTaken reports whether a table just created shares its location
+// with a table the bridge wrote before: the version hint openTable writes
+// for every table is there already.
+func locationTaken(ctx context.Context, tbl *table.Table) bool {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return false
+	}
+	f, err := fs.Open(tbl.Location() + "/metadata/version-hint.text")
+	if err != nil {
+		return false
+	}
+	_ = f.Close()
+	return true
 }
 
 func openTable(ctx context.Context, cat catalog.Catalog, ident table.Identifier, sc *icego.Schema, spec *icego.PartitionSpec, source string) (*icebergTable, error) {

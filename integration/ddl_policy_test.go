@@ -154,8 +154,15 @@ func TestRenameTable(t *testing.T) {
 	b = startBridge(t, nil, run...)
 	waitSlot(t, conn, "pg2iceberg_ren_pub", b)
 	exec1(t, conn, `DELETE FROM arch.t2 WHERE id = 3`)
+	// A new table takes the old name: it must not share the renamed
+	// table's directory, which still holds the renamed table's files.
+	exec1(t, conn, `CREATE TABLE public.t (id int PRIMARY KEY, v text)`)
+	exec1(t, conn, `INSERT INTO public.t SELECT g, 'new ' || g FROM generate_series(1, 5) g`)
+	exec1(t, conn, `ALTER PUBLICATION ren_pub ADD TABLE public.t`)
+	exec1(t, conn, `INSERT INTO public.t VALUES (6, 'new 6')`)
 	waitCaughtUp(t, conn, "pg2iceberg_ren_pub", b)
 	b.stop(t)
+	compareRows(t, "pyiceberg", "public.t (new)", "id", pyicebergRows(t, tg, "public.t"), pgRows(t, conn, "id::text AS id, v", "public.t"))
 	compareRows(t, "pyiceberg", "arch.t2", "id", pyicebergRows(t, tg, "arch.t2"), pgRows(t, conn, "id::text AS id, v", "arch.t2"))
 	ops := map[string]int{}
 	for _, c := range pyicebergRows(t, tg, "arch.t2__changelog") {
@@ -168,11 +175,27 @@ func TestRenameTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, old := range []table.Identifier{{"public", "t"}, {"public", "t2"}, {"public", "t__changelog"}} {
+	for _, old := range []table.Identifier{{"public", "t2"}, {"public", "t2__changelog"}} {
 		if _, err := cat.LoadTable(context.Background(), old); !errors.Is(err, catalog.ErrNoSuchTable) {
 			t.Errorf("%v after the renames: %v, want no such table", old, err)
 		}
 	}
+	for _, pair := range [][2]table.Identifier{{{"arch", "t2"}, {"public", "t"}}, {{"arch", "t2__changelog"}, {"public", "t__changelog"}}} {
+		renamed, err := cat.LoadTable(context.Background(), pair[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := cat.LoadTable(context.Background(), pair[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if renamed.Location() == fresh.Location() || strings.HasPrefix(fresh.Location(), renamed.Location()+"/") {
+			t.Errorf("%v (new) is in %s, the directory of %v", pair[1], fresh.Location(), pair[0])
+		} else {
+			t.Logf("%v keeps %s; the new %v is in %s", pair[0], renamed.Location(), pair[1], fresh.Location())
+		}
+	}
+	compareRows(t, "pyiceberg", "arch.t2 (after the new public.t)", "id", pyicebergRows(t, tg, "arch.t2"), pgRows(t, conn, "id::text AS id, v", "arch.t2"))
 }
 
 // With the DDL capture, DROP TABLE follows each table's drop_table policy:
