@@ -323,7 +323,7 @@ func (s *Sink) Begin(xid uint32, commitLSN decode.LSN, commitTS time.Time) {
 }
 
 // skip reports whether the open transaction is already in t.
-func (s *Sink) skip(t *icebergTable) bool { return s.tx.commitLSN < t.watermark }
+func (s *Sink) skip(t *icebergTable) bool { return s.isSkipped(t, s.tx.commitLSN) }
 
 // Change applies a row change of the open transaction. c and the data of
 // its tuples are valid only until Change returns (the stream decodes into
