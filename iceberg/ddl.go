@@ -124,6 +124,13 @@ func (s *Sink) DDL(ctx context.Context, content []byte) error {
 	// A key from an index (primary key or replica identity index) that is
 	// not the mirror's: re-key. No index key (REPLICA IDENTITY FULL keys on
 	// every column) is left as it is.
+	if keys, ok := ev.keyNames(); ok && len(keys) > 0 && st.mirror == nil {
+		// A table without a key has a changelog only. Its mirror is made
+		// (and copied, as a table whose copy never finished) when the
+		// bridge starts and finds the key.
+		s.log.Warn("table has a key now (primary key or replica identity index): its mirror is created and copied at the next start of the bridge; until then it gets changelog rows only",
+			"table", st.rel.QualifiedName(), "key", keys)
+	}
 	if keys, ok := ev.keyNames(); ok && len(keys) > 0 && st.mirror != nil {
 		cur := keyNames(st.rel)
 		if !slices.Equal(keys, cur) {

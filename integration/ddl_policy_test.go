@@ -409,3 +409,34 @@ func TestRecopyAfterKill(t *testing.T) {
 	}
 	compareRows(t, "pyiceberg", "t", "id", pyicebergRows(t, tg, "public.t"), pgRows(t, conn, "id::text AS id, v, d", "t"))
 }
+
+// A table without a key has a changelog only. When it gets a primary key
+// while the bridge runs, the bridge says its mirror comes at the next
+// start; after a restart the mirror exists and holds every row.
+func TestKeyGained(t *testing.T) {
+	pg, conn := startSource(t, `CREATE TABLE nk (a int NOT NULL, v text);
+		INSERT INTO nk SELECT g, 'v' || g FROM generate_series(1, 50) g;
+		CREATE PUBLICATION nk_pub FOR TABLE nk;`)
+	if out, err := runOnce(t, "setup", "--source", pg.SuperURL("postgres")); err != nil {
+		t.Fatalf("setup: %v\n%s", err, out)
+	}
+	tg := localTarget(t)
+	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "nk_pub", "--flush-interval", "1s"}, tg.args()...)
+	b := startBridge(t, nil, run...)
+	waitSlot(t, conn, "pg2iceberg_nk_pub", b)
+	exec1(t, conn, `INSERT INTO nk VALUES (51, 'before the key')`)
+	exec1(t, conn, `ALTER TABLE nk ADD PRIMARY KEY (a)`)
+	exec1(t, conn, `INSERT INTO nk VALUES (52, 'after the key')`)
+	exec1(t, conn, `UPDATE nk SET v = 'updated' WHERE a = 1`)
+	waitCaughtUp(t, conn, "pg2iceberg_nk_pub", b)
+	b.stop(t)
+	if !strings.Contains(b.log(), `msg="table has a key now`) {
+		t.Errorf("no word that the mirror comes at the next start; log:\n%s", tail(b.log(), 15))
+	}
+	b = startBridge(t, nil, run...)
+	waitSlot(t, conn, "pg2iceberg_nk_pub", b)
+	exec1(t, conn, `DELETE FROM nk WHERE a = 2`)
+	waitCaughtUp(t, conn, "pg2iceberg_nk_pub", b)
+	b.stop(t)
+	compareRows(t, "pyiceberg", "public.nk (mirror made at the restart)", "a", pyicebergRows(t, tg, "public.nk"), pgRows(t, conn, "a, v", "public.nk"))
+}
