@@ -87,58 +87,89 @@ func (m *mirror) loadIndex() error {
 	if err != nil {
 		return err
 	}
+	files, index, err := readIndex(data, snap.SnapshotID)
+	if err != nil {
+		return err
+	}
+	m.files, m.index = files, index
+	return nil
+}
+
+// readIndex reads an index file's contents written for snapshotID.
+func readIndex(data []byte, snapshotID int64) ([]string, *keyIndex, error) {
 	if len(data) < len(indexMagic)+12 || !bytes.Equal(data[:len(indexMagic)], indexMagic) {
-		return errors.New("not a key index file")
+		return nil, nil, errors.New("not a key index file")
 	}
 	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
 	if crc32.ChecksumIEEE(body) != sum {
-		return errors.New("key index file is damaged")
+		return nil, nil, errors.New("key index file is damaged")
 	}
 	r := bufio.NewReader(bytes.NewReader(body[len(indexMagic):]))
 	var id [8]byte
 	if _, err := io.ReadFull(r, id[:]); err != nil {
-		return err
+		return nil, nil, err
 	}
-	if int64(binary.BigEndian.Uint64(id[:])) != snap.SnapshotID {
-		return errStaleIndex
+	if int64(binary.BigEndian.Uint64(id[:])) != snapshotID {
+		return nil, nil, errStaleIndex
 	}
 	nfiles, err := binary.ReadUvarint(r)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	files := make([]string, 0, nfiles)
 	for i := uint64(0); i < nfiles; i++ {
 		s, err := readBytes(r)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		files = append(files, string(s))
 	}
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	index := newKeyIndex()
+	// Keys of one 8-byte value go in by putAll, in batches, so the runs
+	// the index was saved with (see intTable) become runs again.
+	kv := make([]intSlot, 0, min(n, 1<<20))
+	putInts := func() error {
+		if _, ok := index.ints.putAll(kv); !ok {
+			return errors.New("key index file is damaged: a key twice")
+		}
+		kv = kv[:0]
+		return nil
+	}
 	for i := uint64(0); i < n; i++ {
 		k, err := readBytes(r)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		file, err := binary.ReadUvarint(r)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		pos, err := binary.ReadUvarint(r)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if file >= nfiles {
-			return errors.New("key index file is damaged")
+			return nil, nil, errors.New("key index file is damaged")
 		}
-		index.set(string(k), loc{file: int32(file), pos: int64(pos)})
+		l := loc{file: int32(file), pos: int64(pos)}
+		if v, ok := intKey(k); ok {
+			if kv = append(kv, intSlot{v, packLoc(l)}); len(kv) == cap(kv) {
+				if err := putInts(); err != nil {
+					return nil, nil, err
+				}
+			}
+			continue
+		}
+		index.set(string(k), l)
 	}
-	m.files, m.index = files, index
-	return nil
+	if err := putInts(); err != nil {
+		return nil, nil, err
+	}
+	return files, index, nil
 }
 
 func readBytes(r *bufio.Reader) ([]byte, error) {

@@ -3,6 +3,8 @@ package iceberg
 import (
 	"iter"
 	"math/rand/v2"
+	"slices"
+	"sort"
 )
 
 // intTable is a hash map from uint64 to uint64: the key index's map for
@@ -17,14 +19,40 @@ import (
 // of all its slots at once. Key 0 marks an empty slot; the key 0 itself is
 // kept aside. The hash is seeded per table, so keys cannot be chosen to
 // collide.
+//
+// A run of consecutive keys with consecutive values, as a copy of a table
+// with a serial key usually delivers (key k at row r of a file, k+1 at r+1),
+// is kept as one intRun instead of a slot per key: a copy of millions of
+// rows then costs a few runs, not hundreds of megabytes of slots and a
+// cache miss per key. The slots override the runs: a key of a run that is
+// set again gets a slot, and a deleted one a slot holding intTomb.
 type intTable struct {
 	seed    uint64
 	shards  [intShards]intShard
-	n       int // keys in the shards
+	n       int // keys in the shards, tombstones included
 	hasZero bool
 	zero    uint64 // the value of key 0
 	touched uint64 // a sum of slots putAll read ahead, so the reads stay
+
+	runs    []intRun // sorted by key, disjoint, never holding key 0
+	runKeys int      // keys the runs cover
+	tombs   int      // slots holding intTomb
+	inRuns  int      // slots whose key a run covers (tombstones included)
+	hint    int      // keys reserve was told of, applied once slots are needed
 }
+
+// intRun maps keys key..key+n-1 to values val..val+n-1.
+type intRun struct{ key, n, val uint64 }
+
+const (
+	// minRun is the shortest stretch of consecutive keys putAll keeps as a
+	// run; shorter ones go in slots, so lookups in runs stay a short
+	// binary search.
+	minRun = 64
+	// intTomb in a slot marks a key of a run as deleted. No location packs
+	// to it (file 2^24-1, position 2^40-1).
+	intTomb = ^uint64(0)
+)
 
 const (
 	intShardBits = 8
@@ -57,16 +85,42 @@ func (t *intTable) shard(h uint64) *intShard { return &t.shards[h>>(64-intShardB
 func (s *intShard) mask() uint64 { return uint64(len(s.slots) - 1) }
 
 func (t *intTable) len() int {
+	n := t.runKeys + t.n - t.tombs - t.inRuns
 	if t.hasZero {
-		return t.n + 1
+		n++
 	}
-	return t.n
+	return n
 }
 
 func (t *intTable) get(k uint64) (uint64, bool) {
 	if k == 0 {
 		return t.zero, t.hasZero
 	}
+	if t.n > 0 {
+		if v, ok := t.slot(k); ok {
+			if v == intTomb {
+				return 0, false
+			}
+			return v, true
+		}
+	}
+	if r := t.run(k); r != nil {
+		return r.val + (k - r.key), true
+	}
+	return 0, false
+}
+
+// run returns the run holding k, or nil.
+func (t *intTable) run(k uint64) *intRun {
+	i := sort.Search(len(t.runs), func(i int) bool { return t.runs[i].key > k }) - 1
+	if i >= 0 && k-t.runs[i].key < t.runs[i].n {
+		return &t.runs[i]
+	}
+	return nil
+}
+
+// slot returns the value in k's slot, a tombstone included.
+func (t *intTable) slot(k uint64) (uint64, bool) {
 	h := t.hash(k)
 	s := t.shard(h)
 	if s.slots == nil {
@@ -101,13 +155,22 @@ func (t *intTable) putHashed(h, k, v uint64) bool {
 	i := h & mask
 	for ; s.slots[i].key != 0; i = (i + 1) & mask {
 		if s.slots[i].key == k {
+			old := s.slots[i].val
 			s.slots[i].val = v
+			if old == intTomb {
+				t.tombs--
+				return true
+			}
 			return false
 		}
 	}
 	s.slots[i] = intSlot{k, v}
 	s.n++
 	t.n++
+	if len(t.runs) > 0 && t.run(k) != nil {
+		t.inRuns++
+		return false
+	}
 	return true
 }
 
@@ -122,6 +185,29 @@ func (t *intTable) putHashed(h, k, v uint64) bool {
 // hold; within a shard it reads the home slots of a group of keys ahead,
 // loads that do not depend on each other and whose misses overlap.
 func (t *intTable) putAll(kv []intSlot) (dup uint64, ok bool) {
+	var runs []intRun
+	singles := make([]intSlot, 0, len(kv))
+	for i := 0; i < len(kv); {
+		j := i + 1
+		if kv[i].key != 0 {
+			for j < len(kv) && kv[j].key == kv[j-1].key+1 && kv[j].val == kv[j-1].val+1 && kv[j].key != 0 {
+				j++
+			}
+		}
+		if j-i >= minRun {
+			runs = append(runs, intRun{key: kv[i].key, n: uint64(j - i), val: kv[i].val})
+		} else {
+			singles = append(singles, kv[i:j]...)
+		}
+		i = j
+	}
+	if k, ok := t.addRuns(runs); !ok {
+		return k, false
+	}
+	if t.hint > 0 && 2*len(singles) > len(kv) {
+		t.applyHint()
+	}
+	kv = singles
 	var start [intShards + 1]int
 	for _, e := range kv {
 		start[t.hash(e.key)>>(64-intShardBits)+1]++
@@ -171,6 +257,53 @@ func (t *intTable) putAll(kv []intSlot) (dup uint64, ok bool) {
 	return 0, true
 }
 
+// addRuns adds runs of keys expected to be new, and returns a key that
+// was there already, if any.
+func (t *intTable) addRuns(runs []intRun) (dup uint64, ok bool) {
+	if len(runs) == 0 {
+		return 0, true
+	}
+	if t.n > 0 {
+		for _, r := range runs {
+			for i := range r.n {
+				if v, ok := t.slot(r.key + i); ok && v != intTomb {
+					return r.key + i, false
+				}
+			}
+		}
+	}
+	all := make([]intRun, 0, len(t.runs)+len(runs))
+	all = append(append(all, t.runs...), runs...)
+	slices.SortFunc(all, func(a, b intRun) int {
+		switch {
+		case a.key < b.key:
+			return -1
+		case a.key > b.key:
+			return 1
+		}
+		return 0
+	})
+	out := all[:0]
+	for _, r := range all {
+		if n := len(out); n > 0 {
+			p := &out[n-1]
+			if r.key-p.key < p.n {
+				return r.key, false
+			}
+			if p.key+p.n == r.key && p.val+p.n == r.val {
+				p.n += r.n
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	t.runs = out
+	for _, r := range runs {
+		t.runKeys += int(r.n)
+	}
+	return 0, true
+}
+
 // grow moves a shard's keys into size slots.
 func (t *intTable) grow(s *intShard, size int) {
 	old := s.slots
@@ -194,6 +327,14 @@ func (t *intTable) grow(s *intShard, size int) {
 func (t *intTable) del(k uint64) {
 	if k == 0 {
 		t.zero, t.hasZero = 0, false
+		return
+	}
+	if len(t.runs) > 0 && t.run(k) != nil {
+		// A run's key stays deleted only by a tombstone over it.
+		if v, ok := t.slot(k); !ok || v != intTomb {
+			t.putHashed(t.hash(k), k, intTomb)
+			t.tombs++
+		}
 		return
 	}
 	h := t.hash(k)
@@ -222,18 +363,28 @@ func (t *intTable) del(k uint64) {
 	t.n--
 }
 
-// reserve sizes an empty table for n keys.
+// reserve tells an empty table to expect n keys. The slots are sized for
+// them when putAll is given keys that are not runs; keys in runs take no
+// slots.
 func (t *intTable) reserve(n int) {
 	if t.len() > 0 || n <= 0 {
 		return
 	}
-	per := n/intShards + 1
+	t.hint = n
+}
+
+// applyHint sizes the shards for the keys reserve was told of.
+func (t *intTable) applyHint() {
+	per := t.hint/intShards + 1
+	t.hint = 0
 	size := 8
 	for size*3 < per*4 {
 		size *= 2
 	}
 	for i := range t.shards {
-		t.shards[i].slots = make([]intSlot, size)
+		if s := &t.shards[i]; len(s.slots) < size {
+			t.grow(s, size)
+		}
 	}
 }
 
@@ -244,17 +395,31 @@ func (t *intTable) clear() {
 		t.shards[i].n = 0
 	}
 	t.n, t.zero, t.hasZero = 0, 0, false
+	t.runs, t.runKeys, t.tombs, t.inRuns, t.hint = t.runs[:0], 0, 0, 0, 0
 }
 
-// all yields every key and value.
+// all yields every key and value: key 0, the runs' keys in order, then the
+// slots'.
 func (t *intTable) all() iter.Seq2[uint64, uint64] {
 	return func(yield func(uint64, uint64) bool) {
 		if t.hasZero && !yield(0, t.zero) {
 			return
 		}
+		for _, r := range t.runs {
+			for i := range r.n {
+				if t.n > 0 {
+					if _, ok := t.slot(r.key + i); ok {
+						continue // yielded from its slot, or deleted
+					}
+				}
+				if !yield(r.key+i, r.val+i) {
+					return
+				}
+			}
+		}
 		for i := range t.shards {
 			for _, e := range t.shards[i].slots {
-				if e.key != 0 && !yield(e.key, e.val) {
+				if e.key != 0 && e.val != intTomb && !yield(e.key, e.val) {
 					return
 				}
 			}

@@ -32,54 +32,68 @@ func TestIntTable(t *testing.T) {
 				}
 				return r.Uint64N(tc.keys)
 			}
-			for op := range tc.ops {
-				k := key()
-				switch r.IntN(3) {
-				case 0, 1:
-					v := r.Uint64()
-					_, had := want[k]
-					if added := x.put(k, v); added == had {
-						t.Fatalf("op %d: put(%d) = %t, key was there: %t", op, k, added, had)
-					}
-					want[k] = v
-				case 2:
-					x.del(k)
-					delete(want, k)
-				}
-				k = key()
-				got, ok := x.get(k)
-				if w, wok := want[k]; ok != wok || got != w {
-					t.Fatalf("op %d: get(%d) = %d, %t, want %d, %t", op, k, got, ok, w, wok)
-				}
-				if x.len() != len(want) {
-					t.Fatalf("op %d: len() = %d, want %d", op, x.len(), len(want))
-				}
-			}
-			for k, w := range want {
-				if got, ok := x.get(k); !ok || got != w {
-					t.Fatalf("get(%d) = %d, %t, want %d", k, got, ok, w)
-				}
-			}
-			seen := 0
-			for k, v := range x.all() {
-				if w, ok := want[k]; !ok || v != w {
-					t.Fatalf("all() yields %d: %d, want %d (present: %t)", k, v, w, ok)
-				}
-				seen++
-			}
-			if seen != len(want) {
-				t.Fatalf("all() yields %d keys, want %d", seen, len(want))
-			}
-			x.clear()
-			if x.len() != 0 {
-				t.Fatalf("len() after clear = %d", x.len())
-			}
-			for k := range want {
-				if _, ok := x.get(k); ok {
-					t.Fatalf("get(%d) after clear found it", k)
-				}
-			}
+			randomOps(t, r, x, want, tc.ops, 2, key)
+			checkIntTable(t, x, want)
 		})
+	}
+}
+
+// randomOps runs ops random puts (puts in 3) and deletes (1 in 3) of keys
+// from key on x and want, and after each a get of a random key and len.
+func randomOps(t *testing.T, r *rand.Rand, x *intTable, want map[uint64]uint64, ops, puts int, key func() uint64) {
+	t.Helper()
+	for op := range ops {
+		k := key()
+		switch c := r.IntN(3); {
+		case c < puts:
+			v := r.Uint64N(1 << 60)
+			_, had := want[k]
+			if added := x.put(k, v); added == had {
+				t.Fatalf("op %d: put(%d) = %t, key was there: %t", op, k, added, had)
+			}
+			want[k] = v
+		case c == puts:
+			x.del(k)
+			delete(want, k)
+		}
+		k = key()
+		got, ok := x.get(k)
+		if w, wok := want[k]; ok != wok || got != w {
+			t.Fatalf("op %d: get(%d) = %d, %t, want %d, %t", op, k, got, ok, w, wok)
+		}
+		if x.len() != len(want) {
+			t.Fatalf("op %d: len() = %d, want %d", op, x.len(), len(want))
+		}
+	}
+}
+
+// checkIntTable checks that x holds exactly want, by get and by all, then
+// that clear empties it.
+func checkIntTable(t *testing.T, x *intTable, want map[uint64]uint64) {
+	t.Helper()
+	for k, w := range want {
+		if got, ok := x.get(k); !ok || got != w {
+			t.Fatalf("get(%d) = %d, %t, want %d", k, got, ok, w)
+		}
+	}
+	seen := 0
+	for k, v := range x.all() {
+		if w, ok := want[k]; !ok || v != w {
+			t.Fatalf("all() yields %d: %d, want %d (present: %t)", k, v, w, ok)
+		}
+		seen++
+	}
+	if seen != len(want) {
+		t.Fatalf("all() yields %d keys, want %d", seen, len(want))
+	}
+	x.clear()
+	if x.len() != 0 || len(x.runs) != 0 {
+		t.Fatalf("after clear: len() = %d, %d runs", x.len(), len(x.runs))
+	}
+	for k := range want {
+		if _, ok := x.get(k); ok {
+			t.Fatalf("get(%d) after clear found it", k)
+		}
 	}
 }
 
@@ -168,4 +182,68 @@ func TestIntTablePutAll(t *testing.T) {
 	if dup, ok := all.putAll([]intSlot{{12345, 1}, kv[77]}); ok || dup != kv[77].key {
 		t.Errorf("putAll over an existing key = %#x, %t; want %#x, false", dup, ok, kv[77].key)
 	}
+}
+
+// TestIntTableRuns fills a table the way copies do, with runs of
+// consecutive keys at consecutive values mixed with stray keys and short
+// stretches, then runs random puts, gets and deletes over the same keys
+// against a Go map: slots override runs, deleted run keys stay deleted,
+// keys put back after a delete come back.
+func TestIntTableRuns(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	x, want := newIntTable(), map[uint64]uint64{}
+	x.reserve(50_000)
+	var kv []intSlot
+	next, file := uint64(1), uint64(0)
+	flush := func() {
+		r.Shuffle(len(kv)/500, func(i, j int) { // whole stretches change places
+			for k := range 500 {
+				kv[i*500+k], kv[j*500+k] = kv[j*500+k], kv[i*500+k]
+			}
+		})
+		if _, ok := x.putAll(kv); !ok {
+			t.Fatal("putAll of new keys reported one there already")
+		}
+		for _, e := range kv {
+			want[e.key] = e.val
+		}
+		kv = kv[:0]
+		file++
+	}
+	for len(want)+len(kv) < 40_000 {
+		n := 1 + r.IntN(3*minRun) // some stretches too short for a run
+		for i := range n {
+			kv = append(kv, intSlot{next + uint64(i), file<<posBits | uint64(len(kv))})
+		}
+		next += uint64(n) + uint64(r.IntN(2)) // sometimes adjacent to the next
+		if r.IntN(20) == 0 {
+			flush()
+		}
+	}
+	flush()
+	if len(x.runs) == 0 || x.runKeys < len(want)/2 {
+		t.Fatalf("%d runs of %d keys: the keys did not form runs", len(x.runs), x.runKeys)
+	}
+	if x.len() != len(want) {
+		t.Fatalf("len() = %d, want %d", x.len(), len(want))
+	}
+	if dup, ok := x.putAll([]intSlot{{next + 5, 1}, {7, 3}}); ok || dup != 7 {
+		t.Fatalf("putAll of a key in a run = %d, %t; want 7, false", dup, ok)
+	}
+	x.del(next + 5)
+	delete(want, next+5)
+	var run []intSlot
+	for i := range uint64(minRun) {
+		run = append(run, intSlot{20 + i, 99<<posBits | i})
+	}
+	if dup, ok := x.putAll(run); ok || dup < 20 || dup >= 20+minRun {
+		t.Fatalf("putAll of a run over a run = %d, %t; want a key of 20..%d, false", dup, ok, 20+minRun-1)
+	}
+	// The failed putAll left its keys in place: take what the table says.
+	for k := range want {
+		v, _ := x.get(k)
+		want[k] = v
+	}
+	randomOps(t, r, x, want, 200_000, 1, func() uint64 { return 1 + r.Uint64N(next+10) })
+	checkIntTable(t, x, want)
 }

@@ -8,7 +8,8 @@ import (
 // keyIndex maps row keys to row locations, with the location packed in 8
 // bytes. A key that is one 8-byte part (an integer, float, date, time or
 // timestamp column, or 8 bytes of text: 0x08, then the value) is stored as
-// that value in an intTable, 16 bytes a slot and one cache line an access.
+// that value in an intTable, 16 bytes a slot and one cache line an access
+// (or a run of consecutive keys from a copy, a few bytes for the run).
 // Other keys of 15 bytes or less (short text keys) live inline in a
 // fixed-size array key, about half the memory of a map[string]loc and no
 // allocation per key. Longer keys use a string map.
