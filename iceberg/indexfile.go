@@ -17,7 +17,12 @@ import (
 // damaged file is ignored and the index is rebuilt from the table.
 const indexFileName = "/metadata/pg2iceberg-keyindex.bin"
 
-var indexMagic = []byte("PG2IKIX1")
+// Version 2 (written) stores the integer table's runs as runs, then every
+// other key; version 1 (still read) stores every key.
+var (
+	indexMagic   = []byte("PG2IKIX2")
+	indexMagicV1 = []byte("PG2IKIX1")
+)
 
 func (m *mirror) indexPath() string { return m.tbl.Location() + indexFileName }
 
@@ -54,9 +59,21 @@ func (m *mirror) writeIndex(f io.Writer, snapshotID int64) error {
 		w.Write(binary.AppendUvarint(nil, uint64(len(path))))
 		w.WriteString(path)
 	}
-	w.Write(binary.AppendUvarint(nil, uint64(m.index.len())))
+	spans := m.index.ints.spans()
+	inSpans := 0
+	w.Write(binary.AppendUvarint(nil, uint64(len(spans))))
 	var tmp []byte
-	for k, l := range m.index.all() {
+	for _, r := range spans {
+		l := unpackLoc(r.val)
+		tmp = binary.BigEndian.AppendUint64(tmp[:0], r.key)
+		tmp = binary.AppendUvarint(tmp, r.n)
+		tmp = binary.AppendUvarint(tmp, uint64(l.file))
+		tmp = binary.AppendUvarint(tmp, uint64(l.pos))
+		w.Write(tmp)
+		inSpans += int(r.n)
+	}
+	w.Write(binary.AppendUvarint(nil, uint64(m.index.len()-inSpans)))
+	for k, l := range m.index.allButRuns() {
 		tmp = binary.AppendUvarint(tmp[:0], uint64(len(k)))
 		tmp = append(tmp, k...)
 		tmp = binary.AppendUvarint(tmp, uint64(l.file))
@@ -97,7 +114,11 @@ func (m *mirror) loadIndex() error {
 
 // readIndex reads an index file's contents written for snapshotID.
 func readIndex(data []byte, snapshotID int64) ([]string, *keyIndex, error) {
-	if len(data) < len(indexMagic)+12 || !bytes.Equal(data[:len(indexMagic)], indexMagic) {
+	if len(data) < len(indexMagic)+12 {
+		return nil, nil, errors.New("not a key index file")
+	}
+	v1 := bytes.Equal(data[:len(indexMagic)], indexMagicV1)
+	if !v1 && !bytes.Equal(data[:len(indexMagic)], indexMagic) {
 		return nil, nil, errors.New("not a key index file")
 	}
 	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
@@ -124,20 +145,31 @@ func readIndex(data []byte, snapshotID int64) ([]string, *keyIndex, error) {
 		}
 		files = append(files, string(s))
 	}
-	n, err := binary.ReadUvarint(r)
-	if err != nil {
-		return nil, nil, err
-	}
 	index := newKeyIndex()
-	// Keys of one 8-byte value go in by putAll, in batches, so the runs
-	// the index was saved with (see intTable) become runs again.
-	kv := make([]intSlot, 0, min(n, 1<<20))
+	// Keys of one 8-byte value go in by putAll, in batches (in a version 1
+	// file they form runs again there).
+	kv := make([]intSlot, 0, 1<<16)
 	putInts := func() error {
 		if _, ok := index.ints.putAll(kv); !ok {
 			return errors.New("key index file is damaged: a key twice")
 		}
 		kv = kv[:0]
 		return nil
+	}
+	addInt := func(k uint64, l loc) error {
+		if kv = append(kv, intSlot{k, packLoc(l)}); len(kv) == cap(kv) {
+			return putInts()
+		}
+		return nil
+	}
+	if !v1 {
+		if err := readRuns(r, index, nfiles, addInt); err != nil {
+			return nil, nil, err
+		}
+	}
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, nil, err
 	}
 	for i := uint64(0); i < n; i++ {
 		k, err := readBytes(r)
@@ -157,10 +189,8 @@ func readIndex(data []byte, snapshotID int64) ([]string, *keyIndex, error) {
 		}
 		l := loc{file: int32(file), pos: int64(pos)}
 		if v, ok := intKey(k); ok {
-			if kv = append(kv, intSlot{v, packLoc(l)}); len(kv) == cap(kv) {
-				if err := putInts(); err != nil {
-					return nil, nil, err
-				}
+			if err := addInt(v, l); err != nil {
+				return nil, nil, err
 			}
 			continue
 		}
@@ -170,6 +200,49 @@ func readIndex(data []byte, snapshotID int64) ([]string, *keyIndex, error) {
 		return nil, nil, err
 	}
 	return files, index, nil
+}
+
+// readRuns reads a version 2 file's runs into index: long ones as runs,
+// short ones key by key through addInt.
+func readRuns(r *bufio.Reader, index *keyIndex, nfiles uint64, addInt func(uint64, loc) error) error {
+	damaged := errors.New("key index file is damaged")
+	nruns, err := binary.ReadUvarint(r)
+	if err != nil {
+		return err
+	}
+	var runs []intRun
+	for range nruns {
+		var kb [8]byte
+		if _, err := io.ReadFull(r, kb[:]); err != nil {
+			return err
+		}
+		var f [3]uint64
+		for i := range f {
+			if f[i], err = binary.ReadUvarint(r); err != nil {
+				return err
+			}
+		}
+		key, n, file, pos := binary.BigEndian.Uint64(kb[:]), f[0], f[1], f[2]
+		// No run holds key 0, wraps past the last key or position, or
+		// names a file not in the list.
+		if key == 0 || n == 0 || key+(n-1) < key || file >= nfiles || pos+n > 1<<posBits {
+			return damaged
+		}
+		l := loc{file: int32(file), pos: int64(pos)}
+		if n >= minRun {
+			runs = append(runs, intRun{key: key, n: n, val: packLoc(l)})
+			continue
+		}
+		for i := range n {
+			if err := addInt(key+i, loc{file: l.file, pos: l.pos + int64(i)}); err != nil {
+				return err
+			}
+		}
+	}
+	if _, ok := index.ints.addRuns(runs); !ok {
+		return damaged
+	}
+	return nil
 }
 
 func readBytes(r *bufio.Reader) ([]byte, error) {

@@ -3,6 +3,8 @@ package iceberg
 import (
 	"bytes"
 	"encoding/binary"
+	"hash/crc32"
+	"io"
 	"testing"
 )
 
@@ -59,6 +61,34 @@ func TestIndexFileRoundTrip(t *testing.T) {
 	if len(y.ints.runs) < 3 {
 		t.Fatalf("read back %d runs, want the 3 written (split at the changed keys)", len(y.ints.runs))
 	}
+	if buf.Len() > 500 {
+		t.Errorf("index file of 3 runs and 3 other keys is %d bytes: runs not written as runs?", buf.Len())
+	}
+
+	// A version 1 file (every key listed) is still read.
+	v1 := crc32.NewIEEE()
+	var old bytes.Buffer
+	w := io.MultiWriter(&old, v1)
+	w.Write(indexMagicV1)
+	w.Write(binary.BigEndian.AppendUint64(nil, 42))
+	w.Write(binary.AppendUvarint(nil, uint64(len(m.files))))
+	for _, p := range m.files {
+		w.Write(append(binary.AppendUvarint(nil, uint64(len(p))), p...))
+	}
+	w.Write(binary.AppendUvarint(nil, uint64(x.len())))
+	for k, l := range x.all() {
+		e := append(binary.AppendUvarint(nil, uint64(len(k))), k...)
+		w.Write(binary.AppendUvarint(binary.AppendUvarint(e, uint64(l.file)), uint64(l.pos)))
+	}
+	old.Write(binary.BigEndian.AppendUint32(nil, v1.Sum32()))
+	_, z, err := readIndex(old.Bytes(), 42)
+	if err != nil {
+		t.Fatalf("version 1 file: %v", err)
+	}
+	if z.len() != x.len() || len(z.ints.runs) < 3 {
+		t.Fatalf("version 1 file: %d keys of %d, %d runs", z.len(), x.len(), len(z.ints.runs))
+	}
+
 	damaged := bytes.Clone(buf.Bytes())
 	damaged[len(damaged)/2] ^= 1
 	if _, _, err := readIndex(damaged, 42); err == nil {

@@ -398,30 +398,59 @@ func (t *intTable) clear() {
 	t.runs, t.runKeys, t.tombs, t.inRuns, t.hint = t.runs[:0], 0, 0, 0, 0
 }
 
-// all yields every key and value: key 0, the runs' keys in order, then the
-// slots'.
-func (t *intTable) all() iter.Seq2[uint64, uint64] {
+// spans returns the runs' keys that no slot overrides, as runs (of any
+// length).
+func (t *intTable) spans() []intRun {
+	var out []intRun
+	for _, r := range t.runs {
+		from := uint64(0)
+		if t.n > 0 {
+			for i := range r.n {
+				if _, ok := t.slot(r.key + i); ok {
+					if i > from {
+						out = append(out, intRun{key: r.key + from, n: i - from, val: r.val + from})
+					}
+					from = i + 1
+				}
+			}
+		}
+		if r.n > from {
+			out = append(out, intRun{key: r.key + from, n: r.n - from, val: r.val + from})
+		}
+	}
+	return out
+}
+
+// allButRuns yields key 0 and every key in a slot (tombstones excepted).
+func (t *intTable) allButRuns() iter.Seq2[uint64, uint64] {
 	return func(yield func(uint64, uint64) bool) {
 		if t.hasZero && !yield(0, t.zero) {
 			return
-		}
-		for _, r := range t.runs {
-			for i := range r.n {
-				if t.n > 0 {
-					if _, ok := t.slot(r.key + i); ok {
-						continue // yielded from its slot, or deleted
-					}
-				}
-				if !yield(r.key+i, r.val+i) {
-					return
-				}
-			}
 		}
 		for i := range t.shards {
 			for _, e := range t.shards[i].slots {
 				if e.key != 0 && e.val != intTomb && !yield(e.key, e.val) {
 					return
 				}
+			}
+		}
+	}
+}
+
+// all yields every key and value: the runs' keys in order, then key 0 and
+// the slots'.
+func (t *intTable) all() iter.Seq2[uint64, uint64] {
+	return func(yield func(uint64, uint64) bool) {
+		for _, r := range t.spans() {
+			for i := range r.n {
+				if !yield(r.key+i, r.val+i) {
+					return
+				}
+			}
+		}
+		for k, v := range t.allButRuns() {
+			if !yield(k, v) {
+				return
 			}
 		}
 	}
