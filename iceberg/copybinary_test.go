@@ -268,13 +268,25 @@ func recordKeys(t testing.TB, arr arrow.Array) []string {
 // BenchmarkCopyRow compares a 4-column row (bigint, integer, text,
 // timestamptz), the bench's backfill table, through the text and binary
 // paths: parse, key, Arrow values.
-func BenchmarkCopyRow(b *testing.B) {
+// narrowMirror is a mirror of the benchmark's narrow table (bench/): id
+// bigint key, k integer, v text, ts timestamptz.
+func narrowMirror(b testing.TB) (*mirror, *arrow.Schema) {
 	rel := &decode.Relation{ID: 1, Schema: "bench", Name: "narrow", Columns: []decode.Column{
 		{Name: "id", TypeOID: mapping.OIDInt8, TypeMod: -1, Key: true},
 		{Name: "k", TypeOID: mapping.OIDInt4, TypeMod: -1},
 		{Name: "v", TypeOID: mapping.OIDText, TypeMod: -1},
 		{Name: "ts", TypeOID: mapping.OIDTimestampTZ, TypeMod: -1},
 	}}
+	fields := []icego.NestedField{
+		{ID: 1, Name: "id", Type: icego.PrimitiveTypes.Int64, Required: true},
+		{ID: 2, Name: "k", Type: icego.PrimitiveTypes.Int32},
+		{ID: 3, Name: "v", Type: icego.PrimitiveTypes.String},
+		{ID: 4, Name: "ts", Type: icego.PrimitiveTypes.TimestampTz},
+	}
+	return testMirror(b, rel, fields)
+}
+
+func BenchmarkCopyRow(b *testing.B) {
 	const rows = 8192
 	var txt bytes.Buffer
 	bin := []byte("PGCOPY\n\377\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
@@ -295,13 +307,7 @@ func BenchmarkCopyRow(b *testing.B) {
 		field([]byte{byte(ts >> 56), byte(ts >> 48), byte(ts >> 40), byte(ts >> 32), byte(ts >> 24), byte(ts >> 16), byte(ts >> 8), byte(ts)})
 	}
 	bin = append(bin, 0xff, 0xff)
-	fields := []icego.NestedField{
-		{ID: 1, Name: "id", Type: icego.PrimitiveTypes.Int64, Required: true},
-		{ID: 2, Name: "k", Type: icego.PrimitiveTypes.Int32},
-		{ID: 3, Name: "v", Type: icego.PrimitiveTypes.String},
-		{ID: 4, Name: "ts", Type: icego.PrimitiveTypes.TimestampTz},
-	}
-	m, asc := testMirror(b, rel, fields)
+	m, asc := narrowMirror(b)
 	fw := &fileWriter{bld: array.NewRecordBuilder(memory.DefaultAllocator, asc)}
 	var keys []byte
 	row := func(tup decode.Tuple) error {

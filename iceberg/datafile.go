@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	icego "github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -57,7 +58,7 @@ type fileWriter struct {
 	props     icego.Properties
 	out       icebergio.FileWriter
 	cw        *countingWriter
-	pw        *pqarrow.FileWriter
+	pw        parquetOut
 	bld       *array.RecordBuilder
 	rows      int64 // rows appended so far: the next row's position
 	dataLen   []int // value bytes of each binary field in the last full batch
@@ -79,7 +80,7 @@ func newFileWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	cw := newCountingWriter(out)
-	pw, err := newParquetWriter(asc, cw)
+	pw, err := newParquetOut(asc, cw)
 	if err != nil {
 		_ = out.Close()
 		return nil, fmt.Errorf("parquet writer for %s: %w", path, err)
@@ -90,9 +91,14 @@ func newFileWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec
 	}, nil
 }
 
-// newParquetWriter returns a Parquet writer of the table's settings.
+// newParquetWriter returns a pqarrow writer of the table's settings.
 func newParquetWriter(asc *arrow.Schema, w io.Writer) (*pqarrow.FileWriter, error) {
-	wp := parquet.NewWriterProperties(
+	return pqarrow.NewFileWriter(asc, w, writerProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator)))
+}
+
+// writerProps are the Parquet settings of every file written.
+func writerProps() *parquet.WriterProperties {
+	return parquet.NewWriterProperties(
 		// zstd's fastest level: about half the CPU of its default level,
 		// which Parquet writing spends most of, for files of about the
 		// same size (row groups of similar values compress well either way).
@@ -109,7 +115,6 @@ func newParquetWriter(asc *arrow.Schema, w io.Writer) (*pqarrow.FileWriter, erro
 		parquet.WithDictionaryPageSizeLimit(64<<10),
 		parquet.WithAllocator(memory.DefaultAllocator),
 	)
-	return pqarrow.NewFileWriter(asc, w, wp, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator)))
 }
 
 // builder returns the builder of top-level field i.
@@ -152,17 +157,14 @@ func (f *fileWriter) writeBatch() error {
 			}
 		}
 	}
-	if err := f.pw.WriteBuffered(rec); err != nil {
+	if err := f.pw.write(rec); err != nil {
 		return fmt.Errorf("write %s: %w", f.path, err)
-	}
-	if n, _ := f.pw.RowGroupNumRows(); n >= rowGroupRows {
-		f.pw.NewBufferedRowGroup()
 	}
 	return nil
 }
 
 // bytes estimates the file's size so far.
-func (f *fileWriter) bytes() int64 { return f.cw.n + f.pw.RowGroupTotalBytesWritten() }
+func (f *fileWriter) bytes() int64 { return f.cw.n + f.pw.rowGroupBytes() }
 
 // close finishes the file and describes it for a manifest.
 func (f *fileWriter) close() (icego.DataFile, error) {
@@ -170,16 +172,16 @@ func (f *fileWriter) close() (icego.DataFile, error) {
 		return nil, err
 	}
 	f.bld.Release()
-	if err := closeParquet(f.pw, f.cw, f.out, f.path); err != nil {
+	if err := closeParquet(f.pw.close, f.cw, f.out, f.path); err != nil {
 		return nil, err
 	}
-	return describeFile(f.pw, f.path, f.cw.n, f.schema, f.spec, f.partition, f.content, f.props)
+	return describeFile(f.pw.metadata, f.path, f.cw.n, f.schema, f.spec, f.partition, f.content, f.props)
 }
 
 // closeParquet finishes a Parquet file: its footer, the buffered bytes,
 // the file.
-func closeParquet(pw *pqarrow.FileWriter, cw *countingWriter, out io.Closer, path string) error {
-	if err := pw.Close(); err != nil {
+func closeParquet(closeWriter func() error, cw *countingWriter, out io.Closer, path string) error {
+	if err := closeWriter(); err != nil {
 		_ = out.Close()
 		return fmt.Errorf("close %s: %w", path, err)
 	}
@@ -194,8 +196,8 @@ func closeParquet(pw *pqarrow.FileWriter, cw *countingWriter, out io.Closer, pat
 }
 
 // describeFile describes a closed Parquet file for a manifest.
-func describeFile(pw *pqarrow.FileWriter, path string, size int64, sc *icego.Schema, spec icego.PartitionSpec, partition map[int]any, content icego.ManifestEntryContent, props icego.Properties) (icego.DataFile, error) {
-	md, err := pw.FileMetadata()
+func describeFile(meta func() (*metadata.FileMetaData, error), path string, size int64, sc *icego.Schema, spec icego.PartitionSpec, partition map[int]any, content icego.ManifestEntryContent, props icego.Properties) (icego.DataFile, error) {
+	md, err := meta()
 	if err != nil {
 		return nil, fmt.Errorf("metadata of %s: %w", path, err)
 	}
@@ -222,7 +224,7 @@ func describeFile(pw *pqarrow.FileWriter, path string, size int64, sc *icego.Sch
 // orphan-file cleanup; nothing references them.
 func (f *fileWriter) abort() {
 	f.bld.Release()
-	_ = f.pw.Close()
+	_ = f.pw.close()
 	_ = f.out.Close()
 }
 

@@ -133,10 +133,10 @@ func (d *deferredWriter) finish(late []arrow.Array) (icego.DataFile, error) {
 			return nil, fmt.Errorf("write %s: %w", d.path, err)
 		}
 	}
-	if err := closeParquet(d.pw, d.cw, d.out, d.path); err != nil {
+	if err := closeParquet(d.pw.Close, d.cw, d.out, d.path); err != nil {
 		return nil, err
 	}
-	return describeFile(d.pw, d.path, d.cw.n, d.schema, d.spec, nil, icego.EntryContentData, d.props)
+	return describeFile(d.pw.FileMetadata, d.path, d.cw.n, d.schema, d.spec, nil, icego.EntryContentData, d.props)
 }
 
 // abort abandons the file, an orphan nothing references.

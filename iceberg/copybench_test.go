@@ -1,0 +1,88 @@
+package iceberg
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/pg2iceberg/pg2iceberg/decode"
+)
+
+// BenchmarkCopyToParquet runs a binary copy of the bench's narrow table
+// (serial id, k = id % 1000, md5 text, one timestamp) through the copy
+// path into Parquet (discarded): parse, key, values, Parquet and zstd.
+func BenchmarkCopyToParquet(b *testing.B) {
+	const rows = 1 << 19
+	bin := []byte("PGCOPY\n\377\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
+	field := func(v []byte) {
+		bin = append(bin, byte(len(v)>>24), byte(len(v)>>16), byte(len(v)>>8), byte(len(v)))
+		bin = append(bin, v...)
+	}
+	be := func(v uint64, n int) []byte {
+		out := make([]byte, n)
+		for i := n - 1; i >= 0; i, v = i-1, v>>8 {
+			out[i] = byte(v)
+		}
+		return out
+	}
+	for i := range rows {
+		id := int64(1 + i)
+		h := md5.Sum(fmt.Appendf(nil, "%d", id))
+		bin = append(bin, 0, 4)
+		field(be(uint64(id), 8))
+		field(be(uint64(id%1000), 4))
+		field([]byte(hex.EncodeToString(h[:])))
+		field(be(817_000_000_000_000, 8))
+	}
+	bin = append(bin, 0xff, 0xff)
+	m, asc := narrowMirror(b)
+	b.SetBytes(int64(len(bin)))
+	var size int64
+	w := &CopyWriter{m: m}
+	for b.Loop() {
+		cw := newCountingWriter(io.Discard)
+		pw, err := newParquetOut(asc, cw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fw := &fileWriter{pw: pw, cw: cw, bld: array.NewRecordBuilder(memory.DefaultAllocator, asc)}
+		w.keys.buf, w.keys.ends = w.keys.buf[:0], w.keys.ends[:0]
+		var p decode.CopyBinaryParser
+		err = p.Feed(bin, 4, func(tup decode.Tuple) error {
+			kb, err := m.appendKey(w.keys.buf, tup)
+			if err != nil {
+				return err
+			}
+			if err := m.appendRow(fw, tup); err != nil {
+				return err
+			}
+			w.keys.buf = kb
+			w.keys.ends = append(w.keys.ends, uint32(len(kb)))
+			return fw.rowDone()
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := fw.writeBatch(); err != nil {
+			b.Fatal(err)
+		}
+		if err := pw.close(); err != nil {
+			b.Fatal(err)
+		}
+		if err := cw.flush(); err != nil {
+			b.Fatal(err)
+		}
+		x := newKeyIndex()
+		if _, ok := x.addAll(&w.keys, 0); !ok {
+			b.Fatal("duplicate key")
+		}
+		size = cw.n
+	}
+	b.ReportMetric(float64(size)/rows, "B/row")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+}

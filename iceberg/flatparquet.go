@@ -1,0 +1,263 @@
+package iceberg
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// parquetOut is the Parquet side of a fileWriter: batches of rows in, row
+// groups of rowGroupRows out.
+type parquetOut interface {
+	write(rec arrow.RecordBatch) error
+	rowGroupBytes() int64 // bytes of the open row group so far
+	close() error
+	metadata() (*metadata.FileMetaData, error)
+}
+
+// newParquetOut returns the flat writer for a schema it can write, else
+// pqarrow's.
+func newParquetOut(asc *arrow.Schema, w io.Writer) (parquetOut, error) {
+	if flatSchema(asc) {
+		return newFlatOut(asc, w)
+	}
+	pw, err := newParquetWriter(asc, w)
+	if err != nil {
+		return nil, err
+	}
+	return &arrowOut{pw: pw}, nil
+}
+
+// arrowOut writes through pqarrow, which handles every type (nested ones
+// with their repetition and definition levels).
+type arrowOut struct{ pw *pqarrow.FileWriter }
+
+func (o *arrowOut) write(rec arrow.RecordBatch) error {
+	if err := o.pw.WriteBuffered(rec); err != nil {
+		return err
+	}
+	if n, _ := o.pw.RowGroupNumRows(); n >= rowGroupRows {
+		o.pw.NewBufferedRowGroup()
+	}
+	return nil
+}
+
+func (o *arrowOut) rowGroupBytes() int64                      { return o.pw.RowGroupTotalBytesWritten() }
+func (o *arrowOut) close() error                              { return o.pw.Close() }
+func (o *arrowOut) metadata() (*metadata.FileMetaData, error) { return o.pw.FileMetadata() }
+
+// flatSchema reports whether every field is a primitive flatOut writes.
+func flatSchema(asc *arrow.Schema) bool {
+	for _, f := range asc.Fields() {
+		switch f.Type.ID() {
+		case arrow.BOOL, arrow.INT32, arrow.INT64, arrow.FLOAT32, arrow.FLOAT64,
+			arrow.STRING, arrow.BINARY, arrow.DATE32, arrow.TIMESTAMP, arrow.TIME64:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// flatOut writes a schema of primitive columns (flatSchema) straight to
+// the Parquet column writers, handing them the Arrow arrays' values as
+// they are. pqarrow builds definition levels for every batch in buffers of
+// a shared pool that it clears in full on release, a large part of the CPU
+// of writing such files; here the levels are one reused slice. The schema,
+// encodings, statistics and pages are those pqarrow writes (the same
+// column writers do the encoding); TestFlatOutSameFile checks the files
+// are identical byte for byte.
+type flatOut struct {
+	w        *file.Writer
+	rg       file.BufferedRowGroupWriter
+	rows     int
+	nullable []bool
+	defs     []int16 // definition levels of the batch being written
+	bytes    []parquet.ByteArray
+	bools    []bool
+}
+
+func newFlatOut(asc *arrow.Schema, w io.Writer) (*flatOut, error) {
+	props := writerProps()
+	sc, err := pqarrow.ToParquet(asc, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		return nil, err
+	}
+	meta := make(metadata.KeyValueMetadata, 0)
+	for i := range asc.Metadata().Len() {
+		meta.Append(asc.Metadata().Keys()[i], asc.Metadata().Values()[i])
+	}
+	fw, err := file.NewParquetWriterWithError(w, sc.Root(), file.WithWriterProps(props), file.WithWriteMetadata(meta))
+	if err != nil {
+		return nil, err
+	}
+	o := &flatOut{w: fw}
+	for _, f := range asc.Fields() {
+		o.nullable = append(o.nullable, f.Nullable)
+	}
+	return o, nil
+}
+
+// write writes a batch, splitting it where a row group fills up (as
+// pqarrow's WriteBuffered does).
+func (o *flatOut) write(rec arrow.RecordBatch) error {
+	for from, n := int64(0), rec.NumRows(); from < n; {
+		to := min(n, from+int64(rowGroupRows-o.rows))
+		part := rec
+		if from > 0 || to < n {
+			part = rec.NewSlice(from, to)
+		}
+		err := o.writeRows(part)
+		if part != rec {
+			part.Release()
+		}
+		if err != nil {
+			return err
+		}
+		from = to
+	}
+	return nil
+}
+
+// writeRows writes rows that fit in the open row group.
+func (o *flatOut) writeRows(rec arrow.RecordBatch) error {
+	if o.rg == nil {
+		rg, err := o.w.AppendBufferedRowGroupChecked()
+		if err != nil {
+			return err
+		}
+		o.rg = rg
+	}
+	for i, col := range rec.Columns() {
+		cw, err := o.rg.Column(i)
+		if err != nil {
+			return err
+		}
+		if err := o.writeColumn(cw, col, o.nullable[i]); err != nil {
+			return fmt.Errorf("column %s: %w", rec.Schema().Field(i).Name, err)
+		}
+	}
+	if o.rows += int(rec.NumRows()); o.rows >= rowGroupRows {
+		return o.closeRowGroup()
+	}
+	return nil
+}
+
+func (o *flatOut) closeRowGroup() error {
+	if o.rg == nil {
+		return nil
+	}
+	err := o.rg.Close()
+	o.rg, o.rows = nil, 0
+	return err
+}
+
+// writeColumn writes one column of a batch: values spaced (a slot for
+// every row) with the validity bitmap when there are nulls.
+func (o *flatOut) writeColumn(cw file.ColumnChunkWriter, col arrow.Array, nullable bool) error {
+	n := col.Len()
+	var defs []int16
+	var valid []byte
+	off := int64(col.Data().Offset())
+	switch {
+	case !nullable && col.NullN() > 0:
+		return fmt.Errorf("%d nulls in a required column", col.NullN())
+	case nullable:
+		defs = o.defs[:0]
+		for i := range n {
+			var d int16
+			if col.IsValid(i) {
+				d = 1
+			}
+			defs = append(defs, d)
+		}
+		o.defs = defs
+		if col.NullN() > 0 {
+			valid = col.NullBitmapBytes()
+		}
+	}
+	var err error
+	switch cw := cw.(type) {
+	case *file.Int32ColumnChunkWriter:
+		vals := arrow.Int32Traits.CastFromBytes(col.Data().Buffers()[1].Bytes())[off : off+int64(n)]
+		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, vals, defs, valid, off)
+	case *file.Int64ColumnChunkWriter:
+		vals := arrow.Int64Traits.CastFromBytes(col.Data().Buffers()[1].Bytes())[off : off+int64(n)]
+		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, vals, defs, valid, off)
+	case *file.Float32ColumnChunkWriter:
+		vals := arrow.Float32Traits.CastFromBytes(col.Data().Buffers()[1].Bytes())[off : off+int64(n)]
+		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, vals, defs, valid, off)
+	case *file.Float64ColumnChunkWriter:
+		vals := arrow.Float64Traits.CastFromBytes(col.Data().Buffers()[1].Bytes())[off : off+int64(n)]
+		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, vals, defs, valid, off)
+	case *file.BooleanColumnChunkWriter:
+		b, ok := col.(*array.Boolean)
+		if !ok {
+			return fmt.Errorf("%s in a boolean column", col.DataType())
+		}
+		vals := o.bools[:0]
+		for i := range n {
+			vals = append(vals, b.Value(i))
+		}
+		o.bools = vals
+		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, vals, defs, valid, off)
+	case *file.ByteArrayColumnChunkWriter:
+		var offsets []int32
+		var data []byte
+		switch a := col.(type) {
+		case *array.String:
+			offsets, data = a.ValueOffsets(), a.ValueBytes()
+		case *array.Binary:
+			offsets, data = a.ValueOffsets(), a.ValueBytes()
+		default:
+			return fmt.Errorf("%s in a byte array column", col.DataType())
+		}
+		// ValueBytes starts at the first value's offset.
+		base := offsets[0]
+		vals := o.bytes[:0]
+		for i := range n {
+			vals = append(vals, data[offsets[i]-base:offsets[i+1]-base])
+		}
+		o.bytes = vals
+		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, vals, defs, valid, off)
+		clear(vals) // keeps no batch's values alive
+	default:
+		return fmt.Errorf("no flat writer for %T", cw)
+	}
+	return err
+}
+
+// writeFlat writes values densely when every row has one, else spaced
+// with the validity bitmap.
+func writeFlat[T any](batch func([]T, []int16, []int16) (int64, error), spaced func([]T, []int16, []int16, []byte, int64) (int64, error), vals []T, defs []int16, valid []byte, off int64) error {
+	var err error
+	if valid == nil {
+		_, err = batch(vals, defs, nil)
+	} else {
+		_, err = spaced(vals, defs, nil, valid, off)
+	}
+	return err
+}
+
+func (o *flatOut) rowGroupBytes() int64 {
+	if o.rg == nil {
+		return 0
+	}
+	return o.rg.TotalBytesWritten()
+}
+
+func (o *flatOut) close() error {
+	if err := o.closeRowGroup(); err != nil {
+		_ = o.w.Close()
+		return err
+	}
+	return o.w.Close()
+}
+
+func (o *flatOut) metadata() (*metadata.FileMetaData, error) { return o.w.FileMetadata() }
