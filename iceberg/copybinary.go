@@ -23,6 +23,10 @@ import (
 // appendKeyFromBinary appends the key part of a value of type oid in its
 // binary form.
 func appendKeyFromBinary(dst []byte, dt arrow.DataType, oid uint32, data []byte) ([]byte, error) {
+	if oid == mapping.OIDInt8 && dt.ID() == arrow.INT64 && len(data) == 8 {
+		// A bigint's binary form is its key part's value bytes.
+		return append(append(dst, 8), data...), nil
+	}
 	v, err := mapping.ReadBinary(oid, dt, data)
 	if err != nil {
 		return nil, fmt.Errorf("key value: %w", err)
