@@ -316,7 +316,7 @@ func runCmd(c *cli.Context) error {
 					return fmt.Errorf("check defaults of added columns: %w", err)
 				}
 				if withDefault == 0 && len(cols.Retyped) == 0 {
-					return nil
+					return sink.ClearRecopy(ctx, relID)
 				}
 				full, err := replication.LookupTable(ctx, conn, pub, relID, overrides)
 				if err != nil {

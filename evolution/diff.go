@@ -3,6 +3,7 @@ package evolution
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	icego "github.com/apache/iceberg-go"
@@ -127,7 +128,7 @@ func Diff(table string, current, next []Column, policy Policy) ([]Update, error)
 	var drops, promotes, retypes, adds []Update
 	var dropped, added []string
 	for _, c := range current {
-		if _, ok := nxt[c.Name]; ok {
+		if _, ok := nxt[c.Name]; ok || retired(c.Name, nxt) {
 			continue
 		}
 		if c.Key {
@@ -170,6 +171,24 @@ func Diff(table string, current, next []Column, policy Policy) ([]Update, error)
 		return nil, &AmbiguousChangeError{Table: table, Dropped: dropped, Added: added}
 	}
 	return slices.Concat(drops, promotes, retypes, adds), nil
+}
+
+// retired reports whether name is a field a retype under the new-column
+// policy kept the old values in (RetypedName: <column>__v<n>, n >= 2) for
+// a column the source still has. Such a field stays when the source's
+// columns are compared again (a later relation message, a restart): it is
+// not a dropped column.
+func retired(name string, next map[string]Column) bool {
+	i := strings.LastIndex(name, "__v")
+	if i <= 0 {
+		return false
+	}
+	n, err := strconv.Atoi(name[i+3:])
+	if err != nil || n < 2 || strconv.Itoa(n) != name[i+3:] {
+		return false
+	}
+	_, ok := next[name[:i]]
+	return ok
 }
 
 // Promotable reports whether Iceberg can change a column from one type to

@@ -106,6 +106,14 @@ func TestDiffNewColumn(t *testing.T) {
 			cols(id, Column{Name: "n", Type: i64}, Column{Name: "d", Type: str}),
 			[]Update{{Kind: Drop, Name: "a", From: str}, {Kind: Promote, Name: "n", From: i32, Type: i64}, {Kind: Retype, Name: "d", From: date, Type: str, As: "d__v2"}}, false},
 		{"key retyped", cols(id), cols(Column{Name: "id", Type: str, Key: true}), nil, true},
+		// After a retype the source's relation is compared again (a
+		// restart, another DDL): the retired fields stay.
+		{"retired fields stay", cols(id, Column{Name: "n__v2", Type: str}, Column{Name: "n__v3", Type: date}, Column{Name: "n", Type: i32}),
+			cols(id, Column{Name: "n", Type: i32}), nil, false},
+		{"retired field of a dropped column goes", cols(id, Column{Name: "n__v2", Type: str}, Column{Name: "n", Type: i32}),
+			cols(id), []Update{{Kind: Drop, Name: "n__v2", From: str}, {Kind: Drop, Name: "n", From: i32}}, false},
+		{"not a retired name", cols(id, Column{Name: "n__v1", Type: str}, Column{Name: "n__v02", Type: str}, Column{Name: "n", Type: i32}),
+			cols(id, Column{Name: "n", Type: i32}), []Update{{Kind: Drop, Name: "n__v1", From: str}, {Kind: Drop, Name: "n__v02", From: str}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -122,12 +122,14 @@ func (c *changelog) appendTo(builder func(int) array.Builder, idx *[7]int, op de
 }
 
 func (c *changelog) appendImage(sb *array.StructBuilder, t decode.Tuple) error {
-	if c.bindErr != nil {
-		return c.bindErr
-	}
+	// A missing image binds no column: a resync row can be written while
+	// the schema waits for the stream's relation message (see lenientBind).
 	if t == nil {
 		sb.AppendNull()
 		return nil
+	}
+	if c.bindErr != nil {
+		return c.bindErr
 	}
 	sb.Append(true)
 	if i, err := appendTuple(sb.FieldBuilder, c.childOf, c.unbound, c.rel, t); err != nil {

@@ -420,6 +420,28 @@ func (s *Sink) MarkRecopy(ctx context.Context, relID uint32, reason string) erro
 	return st.mirror.setProperties(ctx, "mark a re-copy of", icego.Properties{PropRecopy: reason})
 }
 
+// ClearRecopy removes the mark a schema change set (see icebergTable.evolve)
+// once the caller found that the added columns need no copy.
+func (s *Sink) ClearRecopy(ctx context.Context, relID uint32) error {
+	st, ok := s.tables[relID]
+	if !ok || st.mirror == nil {
+		return nil
+	}
+	m := st.mirror
+	if _, pending := m.tbl.Properties()[PropRecopy]; !pending {
+		return nil
+	}
+	txn := m.tbl.NewTransaction()
+	if err := txn.RemoveProperties([]string{PropRecopy}); err != nil {
+		return fmt.Errorf("clear the re-copy mark of %s: %w", m.name(), err)
+	}
+	tbl, err := txn.Commit(ctx)
+	if err != nil {
+		return fmt.Errorf("clear the re-copy mark of %s: %w", m.name(), err)
+	}
+	return m.committedTo(tbl)
+}
+
 // RecopyPending returns the tables whose re-copy (MarkRecopy) did not
 // finish.
 func (s *Sink) RecopyPending() []*decode.Relation {

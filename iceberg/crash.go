@@ -16,8 +16,9 @@ import (
 // are written, FinishCopy has not committed them), "copy-chunk" (a chunk of
 // a first copy is committed), "copy-done" (a table's copy is committed
 // and marked complete), "spec-change" (a change of a streamed transaction is
-// being applied ahead of its commit) and "spec-commit" (a speculation is
-// merged into the flush, which has not committed it).
+// being applied ahead of its commit), "spec-commit" (a speculation is
+// merged into the flush, which has not committed it) and "after-schema" (a
+// table's schema change is committed, the rows around it are not).
 var crash = parseCrash(os.Getenv("PG2ICEBERG_TEST_CRASH"))
 
 type crashSpec struct {

@@ -98,6 +98,12 @@ func bindFields(table string, rel *decode.Relation, fields []arrow.Field, iceFie
 			continue
 		}
 		if !evolution.Promotable(c.Type, iceFields[j].Type) {
+			// A replay from before a retype under new-column: the old
+			// values belong in the field the old column was renamed to.
+			if r, ok := retiredField(c, byName, iceFields, cols, used); ok {
+				idx[i], used[r] = r, true
+				continue
+			}
 			if incompatible == nil {
 				incompatible = &evolution.IncompatibleTypeError{Table: table, Column: c.Name, From: iceFields[j].Type, To: c.Type}
 			}
@@ -118,6 +124,29 @@ func bindFields(table string, rel *decode.Relation, fields []arrow.Field, iceFie
 		return idx, unbound, incompatible
 	}
 	return idx, unbound, nil
+}
+
+// retiredField finds the field a retype under the new-column policy
+// renamed column c's old field to (evolution.RetypedName: c__v2, c__v3,
+// ...): the newest one c's type can be written to that no column of the
+// relation has by its own name or has taken already.
+func retiredField(c evolution.Column, byName map[string]int, iceFields []icego.NestedField, cols []evolution.Column, used []bool) (int, bool) {
+	own := make(map[string]bool, len(cols))
+	for _, o := range cols {
+		own[o.Name] = true
+	}
+	found := -1
+	if c.Key {
+		return found, false
+	}
+	for n := 2; n < 100; n++ {
+		name := fmt.Sprintf("%s__v%d", c.Name, n)
+		j, ok := byName[name]
+		if ok && !own[name] && !used[j] && evolution.Promotable(c.Type, iceFields[j].Type) {
+			found = j
+		}
+	}
+	return found, found >= 0
 }
 
 // lenientBind keeps an incompatible column's error in t.bindErr instead of
@@ -200,9 +229,31 @@ func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changel
 	if err := us.Commit(); err != nil {
 		return nil, fmt.Errorf("evolve schema of %s: %w", t.name(), err)
 	}
-	if err := t.commitTxn(ctx, txn, "evolve schema of", icego.Properties{PropSchemaLSN: strconv.FormatUint(uint64(lsn), 10)}); err != nil {
+	props := icego.Properties{PropSchemaLSN: strconv.FormatUint(uint64(lsn), 10)}
+	if !changelog {
+		// An added column may have a default and a retyped one has
+		// converted values, which no change event carries: the mirror may
+		// need a copy (the caller decides, see TakeAdded). Marking it in
+		// the schema's own commit means a crash before that decision
+		// copies the table again at the next start instead of leaving
+		// its rows without those values.
+		var added, retyped []string
+		for _, u := range updates {
+			switch u.Kind {
+			case evolution.Add:
+				added = append(added, u.Name)
+			case evolution.Retype:
+				retyped = append(retyped, u.Name)
+			}
+		}
+		if len(added)+len(retyped) > 0 {
+			props[PropRecopy] = fmt.Sprintf("to check: added %v, retyped %v", added, retyped)
+		}
+	}
+	if err := t.commitTxn(ctx, txn, "evolve schema of", props); err != nil {
 		return nil, err
 	}
+	crashPoint("after-schema")
 	return updates, nil
 }
 

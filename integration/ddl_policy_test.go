@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -77,14 +78,7 @@ func TestTypeChangePolicy(t *testing.T) {
 	if g := strings.Join(got, ", "); g != "id int, code__v2 string, qty int, code int" {
 		t.Errorf("columns after new-column: %s, want id int, code__v2 string, qty int, code int", g)
 	}
-	rows := pyicebergRows(t, tg, "pol.items")
-	for _, r := range rows {
-		if r["code__v2"] != nil {
-			t.Fatalf("row %v: code__v2 holds a value; the copy replaced every row, and Postgres has no old-typed value left", r)
-		}
-		delete(r, "code__v2")
-	}
-	compareRows(t, "pyiceberg", "pol.items", "id", rows, pgRows(t, conn, "id::text AS id, qty::text AS qty, code::text AS code", "pol.items"))
+	checkRetypedMirror(t, tg, conn, "pol.items")
 	var resyncs int
 	for _, c := range pyicebergRows(t, tg, "pol.items__changelog") {
 		if c["op"] == "R" {
@@ -97,6 +91,22 @@ func TestTypeChangePolicy(t *testing.T) {
 	if resyncs != 1 {
 		t.Errorf("changelog has %d resync rows, want 1", resyncs)
 	}
+}
+
+// checkRetypedMirror checks a mirror of (id, code, qty) after code was
+// retyped under new-column and the table copied again: code__v2 is NULL in
+// every row (no row at the source has the old type any more) and the rest
+// equals Postgres.
+func checkRetypedMirror(t *testing.T, tg target, conn *pgx.Conn, table string) {
+	t.Helper()
+	rows := pyicebergRows(t, tg, table)
+	for _, r := range rows {
+		if r["code__v2"] != nil {
+			t.Fatalf("row %v: code__v2 holds a value; the copy replaced every row, and Postgres has no old-typed value left", r)
+		}
+		delete(r, "code__v2")
+	}
+	compareRows(t, "pyiceberg", table, "id", rows, pgRows(t, conn, "id::text AS id, qty::text AS qty, code::text AS code", table))
 }
 
 // With the DDL capture, ADD COLUMN is in the Iceberg schema within two
@@ -439,4 +449,74 @@ func TestKeyGained(t *testing.T) {
 	waitCaughtUp(t, conn, "pg2iceberg_nk_pub", b)
 	b.stop(t)
 	compareRows(t, "pyiceberg", "public.nk (mirror made at the restart)", "a", pyicebergRows(t, tg, "public.nk"), pgRows(t, conn, "a, v", "public.nk"))
+}
+
+// Killed right after a retype's schema commit under new-column, with a
+// transaction from before the retype applied but not flushed: the restart
+// replays that transaction onto the retyped schema (its old-typed values go
+// to the retired field, code__v2, in the changelog) and copies the table
+// again (the schema's commit marks it, pg2iceberg.recopy), so the mirror
+// ends equal to Postgres and the changelog holds each change once. Point 1
+// kills after the mirror's schema commit, point 2 after the changelog's.
+func TestTypeChangeCrash(t *testing.T) {
+	for _, crash := range []string{"after-schema:1", "after-schema:2"} {
+		t.Run(crash, func(t *testing.T) {
+			pg, conn := startSource(t, `CREATE SCHEMA tc;
+				CREATE TABLE tc.items (id int PRIMARY KEY, code text, qty int);
+				INSERT INTO tc.items SELECT g, (g * 7)::text, g FROM generate_series(1, 200) g;
+				CREATE PUBLICATION tc_pub FOR TABLE tc.items;`)
+			tg := localTarget(t)
+			cfg := filepath.Join(t.TempDir(), "pg2iceberg.yaml")
+			if err := os.WriteFile(cfg, []byte("tables:\n  - table: tc.items\n    type_change: new-column\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// A flush interval longer than the test: the update before the
+			// retype is applied but not committed when the bridge dies.
+			run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "tc_pub", "--flush-interval", "10m", "--config", cfg}, tg.args()...)
+			b := startBridge(t, []string{"PG2ICEBERG_TEST_CRASH=" + crash}, run...)
+			waitSlot(t, conn, "pg2iceberg_tc_pub", b)
+			exec1(t, conn, `UPDATE tc.items SET code = code || '1' WHERE id <= 3`)
+			exec1(t, conn, `ALTER TABLE tc.items ALTER COLUMN code TYPE int USING code::int`)
+			exec1(t, conn, `UPDATE tc.items SET code = code + 1 WHERE id = 10`)
+			b.exited(t, time.Minute)
+			if p := loadTable(t, tg, "tc.items").Properties()[iceberg.PropRecopy]; p == "" {
+				t.Fatalf("killed after the retype's schema commit, but %s is not set; log:\n%s", iceberg.PropRecopy, tail(b.log(), 10))
+			}
+
+			b = startBridge(t, nil, append(run[:len(run):len(run)], "--flush-interval", "1s")...)
+			waitSlot(t, conn, "pg2iceberg_tc_pub", b)
+			waitCaughtUp(t, conn, "pg2iceberg_tc_pub", b)
+			b.stop(t)
+			if !strings.Contains(b.log(), "an interrupted re-copy runs again") {
+				t.Errorf("the restart did not copy the table again; log:\n%s", tail(b.log(), 10))
+			}
+			checkRetypedMirror(t, tg, conn, "tc.items")
+			before := map[string]int{}
+			var after10 []string
+			for _, c := range pyicebergRows(t, tg, "tc.items__changelog") {
+				a, _ := c["after"].(map[string]any)
+				if c["op"] != "U" || a == nil {
+					continue
+				}
+				switch id := fmt.Sprint(a["id"]); id {
+				case "1", "2", "3":
+					// Written before the retype: the old text value, kept
+					// in the retired field.
+					want := fmt.Sprintf("%d1", 7*map[string]int{"1": 1, "2": 2, "3": 3}[id])
+					if fmt.Sprint(a["code__v2"]) != want || a["code"] != nil {
+						t.Errorf("changelog after image of id %s: %v, want code__v2 %s and no code", id, a, want)
+					}
+					before[id]++
+				case "10":
+					after10 = append(after10, fmt.Sprint(a["code"]))
+				}
+			}
+			if len(before) != 3 || before["1"] != 1 || before["2"] != 1 || before["3"] != 1 {
+				t.Errorf("changelog updates before the retype, by id: %v; want each of 1, 2, 3 once", before)
+			}
+			if len(after10) != 1 || after10[0] != "71" {
+				t.Errorf("changelog updates of id 10 after the retype: %v, want [71]", after10)
+			}
+		})
+	}
 }
