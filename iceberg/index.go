@@ -3,6 +3,7 @@ package iceberg
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -127,26 +128,50 @@ func (m *mirror) readKeys(ctx context.Context, df icego.DataFile, id int32, keyI
 	if err != nil {
 		return fmt.Errorf("data file %s: %w", df.FilePath(), err)
 	}
+	// Keys of one 8-byte value go in by putAll, a batch at a time, so a
+	// file's serial keys become runs (see intTable) as in a copy.
+	var kv []intSlot
+	putInts := func() error {
+		if dup, ok := m.index.ints.putAll(kv); !ok {
+			at := slices.IndexFunc(kv, func(e intSlot) bool { return e.key == dup })
+			return fmt.Errorf("%s: a key appears live twice (one in %s row %d): the table was changed by another writer", m.name(), df.FilePath(), unpackLoc(kv[at].val).pos)
+		}
+		kv = kv[:0]
+		return nil
+	}
 	var pos int64
-	return eachBatch(ctx, r, cols, func(rec arrow.RecordBatch) error {
+	var b []byte
+	err = eachBatch(ctx, r, cols, func(rec arrow.RecordBatch) error {
 		for i := 0; i < int(rec.NumRows()); i, pos = i+1, pos+1 {
 			if deleted[pos] {
 				continue
 			}
-			var b []byte
+			b = b[:0]
 			for c := 0; c < int(rec.NumCols()); c++ {
 				if b, err = appendKeyFromArray(b, rec.Column(c), i); err != nil {
 					return fmt.Errorf("data file %s row %d: %w", df.FilePath(), pos, err)
 				}
 			}
+			l := loc{file: id, pos: pos}
+			if v, ok := intKey(b); ok {
+				kv = append(kv, intSlot{v, packLoc(l)})
+				continue
+			}
 			k := string(b)
 			if prev, dup := m.index.get(k); dup {
 				return fmt.Errorf("%s: key appears live twice (%s row %d and %s row %d): the table was changed by another writer", m.name(), m.files[prev.file], prev.pos, df.FilePath(), pos)
 			}
-			m.index.set(k, loc{file: id, pos: pos})
+			m.index.set(k, l)
+		}
+		if len(kv) >= 1<<16 {
+			return putInts()
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return putInts()
 }
 
 // eachBatch reads the given leaf columns of every row group in order.
