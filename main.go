@@ -306,6 +306,27 @@ func runCmd(c *cli.Context) error {
 				}
 				return backfillTable(ctx, c, source, conn, full, sink, keepalive, 0, log)
 			},
+			OnKeyGained: func(ctx context.Context, relID uint32, keepalive func() error) error {
+				full, err := replication.LookupTable(ctx, conn, pub, relID, overrides)
+				if err != nil {
+					return err
+				}
+				if len(full.KeyColumns()) == 0 {
+					log.Warn("table had a key for a while but has none now: no mirror", "table", full.QualifiedName())
+					return nil
+				}
+				if err := sink.AddMirror(ctx, full); err != nil {
+					return err
+				}
+				attnums, err := replication.AttNums(ctx, conn, relID)
+				if err != nil {
+					return err
+				}
+				if err := sink.InitAttNums(ctx, relID, attnums); err != nil {
+					return err
+				}
+				return backfillTable(ctx, c, source, conn, full, sink, keepalive, 0, log)
+			},
 			OnColumnsAdded: func(ctx context.Context, relID uint32, cols decode.NewColumns, keepalive func() error) error {
 				// ADD COLUMN ... DEFAULT gives existing rows a value that no
 				// change event carries, and a type change kept as a new column

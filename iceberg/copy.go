@@ -377,12 +377,15 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 	c := st.changelog
 	switch {
 	case c == nil:
-	case !recopy:
+	case !recopy && !st.mirrorAdded && c.tbl.CurrentSnapshot() == nil:
 		// A new table: its changelog starts where the copy is consistent.
+		// A changelog with history (a table that had no key, whose mirror
+		// is made now or at a start) keeps recording every change.
 		c.watermark = max(c.watermark, lsn)
 	default:
-		// A table copied again keeps recording every change; the R row says
-		// where the mirror was replaced.
+		// A table copied again, or whose mirror was added to its changelog
+		// (AddMirror), keeps recording every change; the R row says where
+		// the mirror was replaced (or filled).
 		return s.recordResync(ctx, st, lsn)
 	}
 	return nil

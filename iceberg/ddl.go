@@ -57,6 +57,36 @@ func attNumsProp(m map[int]string) string {
 	return string(b)
 }
 
+// TakeKeyGained returns (and forgets) the tables without a mirror that a
+// DDL event of a committed transaction gave a key.
+func (s *Sink) TakeKeyGained() []uint32 {
+	if s.txOpen {
+		return nil
+	}
+	out := s.keyGained
+	s.keyGained = nil
+	return out
+}
+
+// AddMirror makes the mirror of a table that had a changelog only and now
+// has a key (rel, from the catalog). The caller copies the table into it.
+func (s *Sink) AddMirror(ctx context.Context, rel *decode.Relation) error {
+	st, ok := s.tables[rel.ID]
+	if !ok || st.mirror != nil || len(rel.KeyColumns()) == 0 {
+		return nil
+	}
+	m, err := s.openMirror(ctx, rel)
+	if err != nil {
+		return err
+	}
+	if err := m.rebuildIndex(ctx); err != nil {
+		return err
+	}
+	st.mirror, st.rel, st.mirrorAdded = m, rel, true
+	s.log.Info("mirror created", "table", rel.QualifiedName(), "key", keyNames(rel))
+	return nil
+}
+
 // InitAttNums records a table's current attnums when none are recorded yet
 // (first start, or the DDL capture installed since).
 func (s *Sink) InitAttNums(ctx context.Context, relID uint32, attnums map[int]string) error {
@@ -126,10 +156,11 @@ func (s *Sink) DDL(ctx context.Context, content []byte) error {
 	// every column) is left as it is.
 	if keys, ok := ev.keyNames(); ok && len(keys) > 0 && st.mirror == nil {
 		// A table without a key has a changelog only. Its mirror is made
-		// (and copied, as a table whose copy never finished) when the
-		// bridge starts and finds the key.
-		s.log.Warn("table has a key now (primary key or replica identity index): its mirror is created and copied at the next start of the bridge; until then it gets changelog rows only",
+		// and the table copied after the commit (TakeKeyGained); a start
+		// that finds the key does the same.
+		s.log.Info("table has a key now (primary key or replica identity index): its mirror is created and the table copied after this transaction",
 			"table", st.rel.QualifiedName(), "key", keys)
+		s.keyGained = append(s.keyGained, ev.RelID)
 	}
 	if keys, ok := ev.keyNames(); ok && len(keys) > 0 && st.mirror != nil {
 		cur := keyNames(st.rel)

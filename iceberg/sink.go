@@ -71,6 +71,9 @@ type sourceTable struct {
 	rel       *decode.Relation
 	mirror    *mirror    // nil for a table without a key
 	changelog *changelog // nil when changelogs are off
+	// mirrorAdded: the mirror was made while streaming for a table that
+	// had a changelog only (AddMirror); its changelog is not new.
+	mirrorAdded bool
 }
 
 // Sink applies whole source transactions to the Iceberg tables.
@@ -98,6 +101,7 @@ type Sink struct {
 	added      map[uint32]decode.NewColumns // columns added or retyped by evolution, see TakeAdded
 	dropped    []uint32                     // tables the open transaction drops, see applyDrops
 	keyChanges map[uint32][]string          // new keys the open transaction gives tables, see applyKeyChanges
+	keyGained  []uint32                     // tables without a mirror given a key, see TakeKeyGained
 
 	copyMu  sync.Mutex               // guards copying and runs
 	copying map[uint32][]*CopyWriter // writers of copies in progress, by table
@@ -138,25 +142,33 @@ func Identifiers(schema, name string) (mirror, changelog table.Identifier) {
 	return table.Identifier{schema, name}, table.Identifier{schema, name + ChangelogSuffix}
 }
 
+// openMirror opens (creating when missing) rel's mirror table.
+func (s *Sink) openMirror(ctx context.Context, rel *decode.Relation) (*mirror, error) {
+	sc, err := MirrorSchema(rel)
+	if err != nil {
+		return nil, err
+	}
+	mid, _ := Identifiers(rel.Schema, rel.Name)
+	t, err := openTable(ctx, s.cat, mid, sc, nil, s.cfg.Source.String())
+	if err != nil {
+		return nil, err
+	}
+	return newMirror(t, rel)
+}
+
 // AddTable opens (creating when missing) the Iceberg tables of rel, reads
 // their watermarks and rebuilds the mirror's key index. rel's columns must
 // carry NotNull and TypeName from the catalog.
 func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 	st := &sourceTable{rel: rel}
-	mid, cid := Identifiers(rel.Schema, rel.Name)
+	_, cid := Identifiers(rel.Schema, rel.Name)
 	src := s.cfg.Source.String()
 	if len(rel.KeyColumns()) > 0 {
-		sc, err := MirrorSchema(rel)
-		if err != nil {
+		var err error
+		if st.mirror, err = s.openMirror(ctx, rel); err != nil {
 			return err
 		}
-		t, err := openTable(ctx, s.cat, mid, sc, nil, src)
-		if err != nil {
-			return err
-		}
-		if st.mirror, err = newMirror(t, rel); err != nil {
-			return err
-		}
+		t := st.mirror.icebergTable
 		start := time.Now()
 		if t.tbl.CurrentSnapshot() != nil && !sameKey(st.mirror, rel) {
 			// The key changed while the bridge was stopped (or without the

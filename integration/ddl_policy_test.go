@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -421,8 +422,9 @@ func TestRecopyAfterKill(t *testing.T) {
 }
 
 // A table without a key has a changelog only. When it gets a primary key
-// while the bridge runs, the bridge says its mirror comes at the next
-// start; after a restart the mirror exists and holds every row.
+// while the bridge runs (DDL capture), the mirror is made and the table
+// copied after that transaction commits; changes after the copy reach it,
+// the changelog misses none, and a restart keeps it.
 func TestKeyGained(t *testing.T) {
 	pg, conn := startSource(t, `CREATE TABLE nk (a int NOT NULL, v text);
 		INSERT INTO nk SELECT g, 'v' || g FROM generate_series(1, 50) g;
@@ -439,16 +441,63 @@ func TestKeyGained(t *testing.T) {
 	exec1(t, conn, `INSERT INTO nk VALUES (52, 'after the key')`)
 	exec1(t, conn, `UPDATE nk SET v = 'updated' WHERE a = 1`)
 	waitCaughtUp(t, conn, "pg2iceberg_nk_pub", b)
+	exec1(t, conn, `UPDATE nk SET v = 'after the copy' WHERE a = 3`)
+	waitCaughtUp(t, conn, "pg2iceberg_nk_pub", b)
 	b.stop(t)
-	if !strings.Contains(b.log(), `msg="table has a key now`) {
-		t.Errorf("no word that the mirror comes at the next start; log:\n%s", tail(b.log(), 15))
+	for _, w := range []string{`msg="table has a key now`, `msg="mirror created" table=public.nk`, `msg="table sync finished" table=public.nk`} {
+		if !strings.Contains(b.log(), w) {
+			t.Errorf("log lacks %s; log:\n%s", w, tail(b.log(), 15))
+		}
+	}
+	compareRows(t, "pyiceberg", "public.nk (mirror made while streaming)", "a", pyicebergRows(t, tg, "public.nk"), pgRows(t, conn, "a, v", "public.nk"))
+	// The changelog kept every change, before and after the key.
+	if got := changelogOps(t, tg, "public.nk__changelog"); got != "I,I,R,U,U" {
+		t.Errorf("changelog ops %s, want I,I,R,U,U (two inserts, the resync, two updates)", got)
 	}
 	b = startBridge(t, nil, run...)
 	waitSlot(t, conn, "pg2iceberg_nk_pub", b)
 	exec1(t, conn, `DELETE FROM nk WHERE a = 2`)
 	waitCaughtUp(t, conn, "pg2iceberg_nk_pub", b)
 	b.stop(t)
-	compareRows(t, "pyiceberg", "public.nk (mirror made at the restart)", "a", pyicebergRows(t, tg, "public.nk"), pgRows(t, conn, "a, v", "public.nk"))
+	compareRows(t, "pyiceberg", "public.nk (after a restart)", "a", pyicebergRows(t, tg, "public.nk"), pgRows(t, conn, "a, v", "public.nk"))
+}
+
+// changelogOps is a changelog's op column, sorted and joined by commas.
+func changelogOps(t *testing.T, tg target, table string) string {
+	t.Helper()
+	var ops []string
+	for _, c := range pyicebergRows(t, tg, table) {
+		ops = append(ops, fmt.Sprint(c["op"]))
+	}
+	slices.Sort(ops)
+	return strings.Join(ops, ",")
+}
+
+// A table without a key that gets one while the bridge is stopped has its
+// mirror made and copied at the next start; its changelog, which has
+// history, still records the changes made while the bridge was stopped.
+func TestKeyGainedWhileStopped(t *testing.T) {
+	pg, conn := startSource(t, `CREATE TABLE nk (a int NOT NULL, v text);
+		INSERT INTO nk SELECT g, 'v' || g FROM generate_series(1, 20) g;
+		CREATE PUBLICATION nk_pub FOR TABLE nk;`)
+	tg := localTarget(t)
+	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "nk_pub", "--flush-interval", "1s"}, tg.args()...)
+	b := startBridge(t, nil, run...)
+	waitSlot(t, conn, "pg2iceberg_nk_pub", b)
+	exec1(t, conn, `INSERT INTO nk VALUES (21, 'while keyless')`)
+	waitCaughtUp(t, conn, "pg2iceberg_nk_pub", b)
+	b.stop(t)
+	exec1(t, conn, `ALTER TABLE nk ADD PRIMARY KEY (a)`)
+	exec1(t, conn, `INSERT INTO nk VALUES (22, 'while stopped')`)
+	exec1(t, conn, `UPDATE nk SET v = 'changed while stopped' WHERE a = 1`)
+	b = startBridge(t, nil, run...)
+	waitSlot(t, conn, "pg2iceberg_nk_pub", b)
+	waitCaughtUp(t, conn, "pg2iceberg_nk_pub", b)
+	b.stop(t)
+	compareRows(t, "pyiceberg", "public.nk (mirror made at the start)", "a", pyicebergRows(t, tg, "public.nk"), pgRows(t, conn, "a, v", "public.nk"))
+	if got := changelogOps(t, tg, "public.nk__changelog"); got != "I,I,R,U" {
+		t.Errorf("changelog ops %s, want I,I,R,U (the insert while keyless, the two changes while stopped, the copy)", got)
+	}
 }
 
 // Killed right after a retype's schema commit under new-column, with a

@@ -27,6 +27,9 @@ type Sink interface {
 	// TakeAdded returns the columns schema evolution just added or retyped,
 	// by table.
 	TakeAdded() map[uint32]decode.NewColumns
+	// TakeKeyGained returns the tables without a mirror that the last
+	// committed transaction gave a key (DDL capture).
+	TakeKeyGained() []uint32
 	Begin(xid uint32, commitLSN decode.LSN, commitTS time.Time)
 	// Change applies a row change. c and its tuples' data are valid only
 	// until Change returns: the sink copies what it keeps.
@@ -79,6 +82,10 @@ type StreamConfig struct {
 	// ... DEFAULT, a type change's converted values) that no change event
 	// carries, and the callback may copy the table again (see SyncTable).
 	OnColumnsAdded func(ctx context.Context, relID uint32, cols decode.NewColumns, keepalive func() error) error
+	// OnKeyGained is called after the commit of a transaction that gave a
+	// table without a key one: the callback makes its mirror and copies the
+	// table (see SyncTable). Without it the mirror waits for the next start.
+	OnKeyGained func(ctx context.Context, relID uint32, keepalive func() error) error
 }
 
 // stream is the state of one replication session.
@@ -323,7 +330,10 @@ func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 		s.sink.Begin(m.XID, m.FinalLSN, m.CommitTime)
 	case *decode.Commit:
 		s.inTx = false
-		return s.sink.Commit(ctx, m.EndLSN)
+		if err := s.sink.Commit(ctx, m.EndLSN); err != nil {
+			return err
+		}
+		return s.keysGained(ctx)
 	case *decode.RelationMessage:
 		if !s.sink.Has(m.Rel.ID) && s.cfg.OnNewTable != nil {
 			keepalive := func() error { return s.sendStatus(ctx) }
@@ -461,7 +471,24 @@ func (s *stream) replay(ctx context.Context, m *decode.StreamCommit) error {
 		return err
 	}
 	s.inTx = false
-	return s.sink.Commit(ctx, m.EndLSN)
+	if err := s.sink.Commit(ctx, m.EndLSN); err != nil {
+		return err
+	}
+	return s.keysGained(ctx)
+}
+
+// keysGained hands tables the committed transaction gave a key to
+// OnKeyGained.
+func (s *stream) keysGained(ctx context.Context) error {
+	for _, relID := range s.sink.TakeKeyGained() {
+		if s.cfg.OnKeyGained == nil {
+			continue
+		}
+		if err := s.cfg.OnKeyGained(ctx, relID, func() error { return s.sendStatus(ctx) }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ackLSN is what may be acknowledged: the sink's durable LSN, or the
