@@ -79,6 +79,7 @@ type flatOut struct {
 	rows     int
 	nullable []bool
 	defs     []int16 // definition levels of the batch being written
+	ones     []int16 // definition levels of a batch without nulls
 	bytes    []parquet.ByteArray
 	bools    []bool
 }
@@ -168,6 +169,11 @@ func (o *flatOut) writeColumn(cw file.ColumnChunkWriter, col arrow.Array, nullab
 	switch {
 	case !nullable && col.NullN() > 0:
 		return fmt.Errorf("%d nulls in a required column", col.NullN())
+	case nullable && col.NullN() == 0:
+		for len(o.ones) < n {
+			o.ones = append(o.ones, 1)
+		}
+		defs = o.ones[:n]
 	case nullable:
 		defs = o.defs[:0]
 		for i := range n {
@@ -178,24 +184,18 @@ func (o *flatOut) writeColumn(cw file.ColumnChunkWriter, col arrow.Array, nullab
 			defs = append(defs, d)
 		}
 		o.defs = defs
-		if col.NullN() > 0 {
-			valid = col.NullBitmapBytes()
-		}
+		valid = col.NullBitmapBytes()
 	}
 	var err error
 	switch cw := cw.(type) {
 	case *file.Int32ColumnChunkWriter:
-		vals := arrow.Int32Traits.CastFromBytes(col.Data().Buffers()[1].Bytes())[off : off+int64(n)]
-		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, vals, defs, valid, off)
+		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, arrow.GetValues[int32](col.Data(), 1), defs, valid, off)
 	case *file.Int64ColumnChunkWriter:
-		vals := arrow.Int64Traits.CastFromBytes(col.Data().Buffers()[1].Bytes())[off : off+int64(n)]
-		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, vals, defs, valid, off)
+		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, arrow.GetValues[int64](col.Data(), 1), defs, valid, off)
 	case *file.Float32ColumnChunkWriter:
-		vals := arrow.Float32Traits.CastFromBytes(col.Data().Buffers()[1].Bytes())[off : off+int64(n)]
-		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, vals, defs, valid, off)
+		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, arrow.GetValues[float32](col.Data(), 1), defs, valid, off)
 	case *file.Float64ColumnChunkWriter:
-		vals := arrow.Float64Traits.CastFromBytes(col.Data().Buffers()[1].Bytes())[off : off+int64(n)]
-		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, vals, defs, valid, off)
+		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, arrow.GetValues[float64](col.Data(), 1), defs, valid, off)
 	case *file.BooleanColumnChunkWriter:
 		b, ok := col.(*array.Boolean)
 		if !ok {
@@ -208,21 +208,20 @@ func (o *flatOut) writeColumn(cw file.ColumnChunkWriter, col arrow.Array, nullab
 		o.bools = vals
 		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, vals, defs, valid, off)
 	case *file.ByteArrayColumnChunkWriter:
-		var offsets []int32
-		var data []byte
-		switch a := col.(type) {
-		case *array.String:
-			offsets, data = a.ValueOffsets(), a.ValueBytes()
-		case *array.Binary:
-			offsets, data = a.ValueOffsets(), a.ValueBytes()
+		switch col.(type) {
+		case *array.String, *array.Binary:
 		default:
 			return fmt.Errorf("%s in a byte array column", col.DataType())
 		}
-		// ValueBytes starts at the first value's offset.
-		base := offsets[0]
+		// Offsets index the whole value buffer, from the array's offset on.
+		offsets := arrow.GetOffsets[int32](col.Data(), 1)
+		var data []byte
+		if buf := col.Data().Buffers()[2]; buf != nil {
+			data = buf.Bytes()
+		}
 		vals := o.bytes[:0]
 		for i := range n {
-			vals = append(vals, data[offsets[i]-base:offsets[i+1]-base])
+			vals = append(vals, data[offsets[i]:offsets[i+1]])
 		}
 		o.bytes = vals
 		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, vals, defs, valid, off)
