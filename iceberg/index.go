@@ -3,7 +3,6 @@ package iceberg
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -128,16 +127,11 @@ func (m *mirror) readKeys(ctx context.Context, df icego.DataFile, id int32, keyI
 	if err != nil {
 		return fmt.Errorf("data file %s: %w", df.FilePath(), err)
 	}
-	// Keys of one 8-byte value go in by putAll, a batch at a time, so a
-	// file's serial keys become runs (see intTable) as in a copy.
-	var kv []intSlot
-	putInts := func() error {
-		if dup, ok := m.index.ints.putAll(kv); !ok {
-			at := slices.IndexFunc(kv, func(e intSlot) bool { return e.key == dup })
-			return fmt.Errorf("%s: a key appears live twice (one in %s row %d): the table was changed by another writer", m.name(), df.FilePath(), unpackLoc(kv[at].val).pos)
-		}
-		kv = kv[:0]
-		return nil
+	// Keys of one 8-byte value go in by batches, so a file's serial keys
+	// become runs (see intTable) as in a copy.
+	ints := intBatch{t: m.index.ints}
+	twice := func(e intSlot) error {
+		return fmt.Errorf("%s: a key appears live twice (one in %s row %d): the table was changed by another writer", m.name(), df.FilePath(), unpackLoc(e.val).pos)
 	}
 	var pos int64
 	var b []byte
@@ -148,13 +142,16 @@ func (m *mirror) readKeys(ctx context.Context, df icego.DataFile, id int32, keyI
 			}
 			b = b[:0]
 			for c := 0; c < int(rec.NumCols()); c++ {
+				var err error
 				if b, err = appendKeyFromArray(b, rec.Column(c), i); err != nil {
 					return fmt.Errorf("data file %s row %d: %w", df.FilePath(), pos, err)
 				}
 			}
 			l := loc{file: id, pos: pos}
 			if v, ok := intKey(b); ok {
-				kv = append(kv, intSlot{v, packLoc(l)})
+				if e, ok := ints.add(v, packLoc(l)); !ok {
+					return twice(e)
+				}
 				continue
 			}
 			k := string(b)
@@ -163,15 +160,15 @@ func (m *mirror) readKeys(ctx context.Context, df icego.DataFile, id int32, keyI
 			}
 			m.index.set(k, l)
 		}
-		if len(kv) >= 1<<16 {
-			return putInts()
-		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	return putInts()
+	if e, ok := ints.flush(); !ok {
+		return twice(e)
+	}
+	return nil
 }
 
 // eachBatch reads the given leaf columns of every row group in order.

@@ -146,19 +146,13 @@ func readIndex(data []byte, snapshotID int64) ([]string, *keyIndex, error) {
 		files = append(files, string(s))
 	}
 	index := newKeyIndex()
-	// Keys of one 8-byte value go in by putAll, in batches (in a version 1
-	// file they form runs again there).
-	kv := make([]intSlot, 0, 1<<16)
-	putInts := func() error {
-		if _, ok := index.ints.putAll(kv); !ok {
-			return errors.New("key index file is damaged: a key twice")
-		}
-		kv = kv[:0]
-		return nil
-	}
+	// Keys of one 8-byte value go in by batches (in a version 1 file they
+	// form runs again there).
+	ints := intBatch{t: index.ints}
+	twice := errors.New("key index file is damaged: a key twice")
 	addInt := func(k uint64, l loc) error {
-		if kv = append(kv, intSlot{k, packLoc(l)}); len(kv) == cap(kv) {
-			return putInts()
+		if _, ok := ints.add(k, packLoc(l)); !ok {
+			return twice
 		}
 		return nil
 	}
@@ -196,8 +190,8 @@ func readIndex(data []byte, snapshotID int64) ([]string, *keyIndex, error) {
 		}
 		index.set(string(k), l)
 	}
-	if err := putInts(); err != nil {
-		return nil, nil, err
+	if _, ok := ints.flush(); !ok {
+		return nil, nil, twice
 	}
 	return files, index, nil
 }

@@ -257,6 +257,36 @@ func (t *intTable) putAll(kv []intSlot) (dup uint64, ok bool) {
 	return 0, true
 }
 
+// intBatch collects keys expected to be new for putAll, which keeps the
+// consecutive ones as runs, and puts them in a batch at a time.
+type intBatch struct {
+	t  *intTable
+	kv []intSlot
+}
+
+const intBatchKeys = 1 << 16
+
+// add adds key k at value v. When that fills the batch it is put in; a key
+// that was there already comes back with its value in the batch (ok
+// false), and the table is then as putAll leaves it.
+func (b *intBatch) add(k, v uint64) (dup intSlot, ok bool) {
+	b.kv = append(b.kv, intSlot{k, v})
+	if len(b.kv) < intBatchKeys {
+		return intSlot{}, true
+	}
+	return b.flush()
+}
+
+// flush puts the batch in, as add does when it is full.
+func (b *intBatch) flush() (dup intSlot, ok bool) {
+	k, ok := b.t.putAll(b.kv)
+	if !ok {
+		dup = b.kv[slices.IndexFunc(b.kv, func(e intSlot) bool { return e.key == k })]
+	}
+	b.kv = b.kv[:0]
+	return dup, ok
+}
+
 // addRuns adds runs of keys expected to be new, and returns a key that
 // was there already, if any.
 func (t *intTable) addRuns(runs []intRun) (dup uint64, ok bool) {

@@ -247,3 +247,26 @@ func TestIntTableRuns(t *testing.T) {
 	randomOps(t, r, x, want, 200_000, 1, func() uint64 { return 1 + r.Uint64N(next+10) })
 	checkIntTable(t, x, want)
 }
+
+// TestIntBatch puts serial keys in over several batches: they become one
+// run; a key added twice comes back with the value it was added with.
+func TestIntBatch(t *testing.T) {
+	x := newIntTable()
+	b := intBatch{t: x}
+	for k := uint64(1); k <= 3*intBatchKeys; k++ {
+		if _, ok := b.add(k, 7<<posBits|k); !ok {
+			t.Fatalf("add(%d) reported a key there already", k)
+		}
+	}
+	if _, ok := b.flush(); !ok {
+		t.Fatal("flush reported a key there already")
+	}
+	if len(x.runs) != 1 || x.len() != 3*intBatchKeys {
+		t.Fatalf("%d runs, %d keys; want 1 run of %d", len(x.runs), x.len(), 3*intBatchKeys)
+	}
+	b.add(5_000_000, 1)
+	b.add(99, 8<<posBits|42)
+	if dup, ok := b.flush(); ok || dup != (intSlot{99, 8<<posBits | 42}) {
+		t.Fatalf("flush of a key there already = %v, %t; want {99, its value}, false", dup, ok)
+	}
+}

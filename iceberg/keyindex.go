@@ -153,37 +153,21 @@ func (x *keyIndex) reserveInts(n int) {
 
 // all yields every key and location; the key's bytes are valid only until
 // the next iteration.
-func (x *keyIndex) all() iter.Seq2[[]byte, loc] {
-	return func(yield func([]byte, loc) bool) {
-		var b [9]byte
-		b[0] = 8
-		for _, r := range x.ints.spans() {
-			for i := range r.n {
-				binary.BigEndian.PutUint64(b[1:], r.key+i)
-				if !yield(b[:], unpackLoc(r.val+i)) {
-					return
-				}
-			}
-		}
-		for k, l := range x.allButRuns() {
-			if !yield(k, l) {
-				return
-			}
-		}
-	}
-}
+func (x *keyIndex) all() iter.Seq2[[]byte, loc] { return x.with(x.ints.all()) }
 
 // allButRuns yields every key and location but those of the integer
 // table's runs (see intTable.spans); the key's bytes are valid only until
 // the next iteration.
-func (x *keyIndex) allButRuns() iter.Seq2[[]byte, loc] {
+func (x *keyIndex) allButRuns() iter.Seq2[[]byte, loc] { return x.with(x.ints.allButRuns()) }
+
+// with yields the keys of ints (values of 8-byte keys), then the short
+// and the long keys.
+func (x *keyIndex) with(ints iter.Seq2[uint64, uint64]) iter.Seq2[[]byte, loc] {
 	return func(yield func([]byte, loc) bool) {
 		var b [16]byte
 		b[0] = 8
-		for v, l := range x.ints.allButRuns() {
-			for i := 8; i > 0; i, v = i-1, v>>8 {
-				b[i] = byte(v)
-			}
+		for v, l := range ints {
+			binary.BigEndian.PutUint64(b[1:9], v)
 			if !yield(b[:9], unpackLoc(l)) {
 				return
 			}
