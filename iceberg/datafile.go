@@ -8,7 +8,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -87,13 +86,13 @@ func newFileWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec
 	}
 	return &fileWriter{
 		path: path, schema: sc, spec: spec, partition: partition, content: content, props: props,
-		out: out, cw: cw, pw: pw, bld: array.NewRecordBuilder(memory.DefaultAllocator, asc),
+		out: out, cw: cw, pw: pw, bld: array.NewRecordBuilder(dataAlloc, asc),
 	}, nil
 }
 
 // newParquetWriter returns a pqarrow writer of the table's settings.
 func newParquetWriter(asc *arrow.Schema, w io.Writer) (*pqarrow.FileWriter, error) {
-	return pqarrow.NewFileWriter(asc, w, writerProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(memory.DefaultAllocator)))
+	return pqarrow.NewFileWriter(asc, w, writerProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(dataAlloc)))
 }
 
 // writerProps are the Parquet settings of every file written.
@@ -113,7 +112,7 @@ func writerProps() *parquet.WriterProperties {
 		// hashes) falls back to plain encoding early instead of hashing
 		// every value of the row group; low-cardinality columns keep theirs.
 		parquet.WithDictionaryPageSizeLimit(64<<10),
-		parquet.WithAllocator(memory.DefaultAllocator),
+		parquet.WithAllocator(dataAlloc),
 	)
 }
 

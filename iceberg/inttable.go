@@ -186,7 +186,7 @@ func (t *intTable) putHashed(h, k, v uint64) bool {
 // loads that do not depend on each other and whose misses overlap.
 func (t *intTable) putAll(kv []intSlot) (dup uint64, ok bool) {
 	var runs []intRun
-	singles := make([]intSlot, 0, len(kv))
+	var singles []intSlot // made at the first key not in a run
 	for i := 0; i < len(kv); {
 		j := i + 1
 		if kv[i].key != 0 {
@@ -197,6 +197,9 @@ func (t *intTable) putAll(kv []intSlot) (dup uint64, ok bool) {
 		if j-i >= minRun {
 			runs = append(runs, intRun{key: kv[i].key, n: uint64(j - i), val: kv[i].val})
 		} else {
+			if singles == nil {
+				singles = make([]intSlot, 0, len(kv)-i)
+			}
 			singles = append(singles, kv[i:j]...)
 		}
 		i = j

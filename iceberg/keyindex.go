@@ -101,20 +101,23 @@ func (x *keyIndex) del(k string) { delKey(x, k) }
 // addAll indexes the keys of a copied file, expected to be new, key i at
 // row i of file. It returns a key that was there already, if any (ok
 // false; as with add, what happens to the rest is undefined: the caller
-// treats it as an error). Keys of one 8-byte value go in together (see
-// intTable.putAll).
+// treats it as an error). Keys of one 8-byte value go in by batches,
+// which keep consecutive ones as runs (see intTable.putAll).
 func (x *keyIndex) addAll(keys *copiedKeys, file int32) (dup []byte, ok bool) {
-	kv := make([]intSlot, 0, keys.len())
+	ints := intBatch{t: x.ints}
+	intDup := func(e intSlot) []byte { return binary.BigEndian.AppendUint64([]byte{8}, e.key) }
 	for i := range keys.len() {
 		k, l := keys.key(i), packLoc(loc{file: file, pos: int64(i)})
 		if v, isInt := intKey(k); isInt {
-			kv = append(kv, intSlot{v, l})
+			if e, ok := ints.add(v, l); !ok {
+				return intDup(e), false
+			}
 		} else if !x.add(k, unpackLoc(l)) {
 			return k, false
 		}
 	}
-	if v, ok := x.ints.putAll(kv); !ok {
-		return binary.BigEndian.AppendUint64([]byte{8}, v), false
+	if e, ok := ints.flush(); !ok {
+		return intDup(e), false
 	}
 	return nil, true
 }
