@@ -261,14 +261,14 @@ func runCmd(c *cli.Context) error {
 		// interrupted copy committed in a snapshot at or after it are kept.
 		_, notDone := sink.CopyState()
 		for _, rel := range notDone {
-			if err := backfillTable(ctx, c, source, conn, rel, sink, nil, info.ConfirmedFlush, log); err != nil {
+			if err := backfillTable(ctx, c, source, rel, sink, nil, info.ConfirmedFlush, log); err != nil {
 				return stoppedOr(ctx, err, log)
 			}
 		}
 		// A re-copy for column values that was interrupted runs again.
 		for _, rel := range sink.RecopyPending() {
 			log.Info("an interrupted re-copy runs again", "table", rel.QualifiedName())
-			if err := backfillTable(ctx, c, source, conn, rel, sink, nil, 0, log); err != nil {
+			if err := backfillTable(ctx, c, source, rel, sink, nil, 0, log); err != nil {
 				return stoppedOr(ctx, err, log)
 			}
 		}
@@ -286,7 +286,7 @@ func runCmd(c *cli.Context) error {
 					return err
 				}
 			}
-		} else if err := replication.CopyTables(ctx, conn, ns, rels, copySink{sink}, copyConfig(c, source, nil), log); err != nil {
+		} else if err := replication.CopyTables(ctx, ns, rels, copySink{sink}, copyConfig(c, source, nil), log); err != nil {
 			return stoppedOr(ctx, err, log)
 		}
 		start = ns.ConsistentPoint
@@ -304,7 +304,7 @@ func runCmd(c *cli.Context) error {
 				if err := addTable(ctx, conn, sink, full); err != nil {
 					return err
 				}
-				return backfillTable(ctx, c, source, conn, full, sink, keepalive, 0, log)
+				return backfillTable(ctx, c, source, full, sink, keepalive, 0, log)
 			},
 			OnKeyGained: func(ctx context.Context, relID uint32, keepalive func() error) error {
 				full, err := replication.LookupTable(ctx, conn, pub, relID, overrides)
@@ -325,7 +325,7 @@ func runCmd(c *cli.Context) error {
 				if err := sink.InitAttNums(ctx, relID, attnums); err != nil {
 					return err
 				}
-				return backfillTable(ctx, c, source, conn, full, sink, keepalive, 0, log)
+				return backfillTable(ctx, c, source, full, sink, keepalive, 0, log)
 			},
 			OnColumnsAdded: func(ctx context.Context, relID uint32, cols decode.NewColumns, keepalive func() error) error {
 				// ADD COLUMN ... DEFAULT gives existing rows a value that no
@@ -348,7 +348,7 @@ func runCmd(c *cli.Context) error {
 				if err := sink.MarkRecopy(ctx, relID, reason); err != nil {
 					return err
 				}
-				return backfillTable(ctx, c, source, conn, full, sink, keepalive, 0, log)
+				return backfillTable(ctx, c, source, full, sink, keepalive, 0, log)
 			},
 		}, sink, log)
 		var retry interface{ Retryable() bool }
@@ -421,14 +421,14 @@ func stoppedOr(ctx context.Context, err error, log *slog.Logger) error {
 // backfillTable copies one table in a snapshot of its own, or with
 // --backfill=skip only marks it copied so that changes from now on apply.
 // resumeFrom is where the stream will resume (see CopyConfig.ResumeFrom).
-func backfillTable(ctx context.Context, c *cli.Context, source string, conn *pgx.Conn, rel *decode.Relation, sink *iceberg.Sink, keepalive func() error, resumeFrom decode.LSN, log *slog.Logger) error {
+func backfillTable(ctx context.Context, c *cli.Context, source string, rel *decode.Relation, sink *iceberg.Sink, keepalive func() error, resumeFrom decode.LSN, log *slog.Logger) error {
 	if c.String("backfill") == "skip" {
 		log.Info("backfill skipped", "table", rel.QualifiedName())
 		return sink.FinishCopy(ctx, rel.ID, 0)
 	}
 	cfg := copyConfig(c, source, keepalive)
 	cfg.ResumeFrom = resumeFrom
-	return replication.SyncTable(ctx, conn, rel, copySink{sink}, cfg, log)
+	return replication.SyncTable(ctx, rel, copySink{sink}, cfg, log)
 }
 
 // copySink adapts the iceberg sink's copy writers to replication's
@@ -556,7 +556,7 @@ func backfillCmd(c *cli.Context) error {
 	if err := addTable(ctx, conn, sink, rel); err != nil {
 		return err
 	}
-	if err := backfillTable(ctx, c, source, conn, rel, sink, nil, 0, log); err != nil {
+	if err := backfillTable(ctx, c, source, rel, sink, nil, 0, log); err != nil {
 		return err
 	}
 	return sink.SaveIndexes()

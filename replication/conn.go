@@ -1,14 +1,17 @@
 package replication
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // sessionParams give every value one text form (see package mapping).
@@ -68,9 +71,30 @@ func connectError(connURL string, err error) error {
 
 // Connect opens a regular SQL connection with the bridge's session settings.
 func Connect(ctx context.Context, connURL string) (*pgx.Conn, error) {
+	return connect(ctx, connURL, 0)
+}
+
+// copyReadBuffer is the read buffer of a copy worker's connection. pgx
+// reads 8 KiB at a time, so a COPY of hundreds of MB costs tens of
+// thousands of reads (and acknowledgements) that a bigger buffer saves:
+// the server is ahead of a copy, so each read finds the socket full.
+const copyReadBuffer = 256 << 10
+
+// connectCopy is Connect for a copy worker: reads are buffered in
+// copyReadBuffer bytes.
+func connectCopy(ctx context.Context, connURL string) (*pgx.Conn, error) {
+	return connect(ctx, connURL, copyReadBuffer)
+}
+
+func connect(ctx context.Context, connURL string, readBuffer int) (*pgx.Conn, error) {
 	pc, err := parseConfig(connURL, false)
 	if err != nil {
 		return nil, err
+	}
+	if readBuffer > 0 {
+		pc.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
+			return pgproto3.NewFrontend(bufio.NewReaderSize(r, readBuffer), w)
+		}
 	}
 	cfg, err := pgx.ParseConfig(connURL)
 	if err != nil {

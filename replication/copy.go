@@ -73,23 +73,23 @@ const (
 
 // CopyTables copies every table inside the exported snapshot and marks each
 // complete at the slot's consistent point. Each table is split into ctid
-// block ranges that Workers connections, all in the same snapshot, copy in
-// parallel into Parquet files of their own; the table is committed in one
-// snapshot when all its chunks are written.
-func CopyTables(ctx context.Context, conn *pgx.Conn, slot NewSlot, rels []*decode.Relation, sink CopySink, cfg CopyConfig, log *slog.Logger) error {
+// block ranges that Workers connections it opens (see connectCopy), all in
+// the same snapshot, copy in parallel into Parquet files of their own; the
+// table is committed in one snapshot when all its chunks are written.
+func CopyTables(ctx context.Context, slot NewSlot, rels []*decode.Relation, sink CopySink, cfg CopyConfig, log *slog.Logger) error {
 	workers := max(cfg.Workers, 1)
 	txs := make([]pgx.Tx, 0, workers)
-	conns := []*pgx.Conn{conn}
+	var conns []*pgx.Conn
 	defer func() {
 		for _, tx := range txs {
 			_ = tx.Rollback(context.Background())
 		}
-		for _, c := range conns[1:] {
+		for _, c := range conns {
 			_ = c.Close(context.Background())
 		}
 	}()
 	for len(conns) < workers {
-		c, err := Connect(ctx, cfg.SourceURL)
+		c, err := connectCopy(ctx, cfg.SourceURL)
 		if err != nil {
 			return err
 		}

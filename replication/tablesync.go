@@ -23,7 +23,7 @@ import (
 // whose copy did not complete before a restart. cfg.Keepalive, when set,
 // is called during the copy so the main replication connection is not timed
 // out by the server.
-func SyncTable(ctx context.Context, conn *pgx.Conn, rel *decode.Relation, sink CopySink, cfg CopyConfig, log *slog.Logger) error {
+func SyncTable(ctx context.Context, rel *decode.Relation, sink CopySink, cfg CopyConfig, log *slog.Logger) error {
 	repl, err := ConnectReplication(ctx, cfg.SourceURL)
 	if err != nil {
 		return err
@@ -42,7 +42,7 @@ func SyncTable(ctx context.Context, conn *pgx.Conn, rel *decode.Relation, sink C
 	log.Info("table sync started", "table", rel.QualifiedName(), "snapshot_lsn", lsn)
 	start := time.Now()
 	slot := NewSlot{ConsistentPoint: lsn, SnapshotName: r.SnapshotName}
-	if err := CopyTables(ctx, conn, slot, []*decode.Relation{rel}, sink, cfg, log); err != nil {
+	if err := CopyTables(ctx, slot, []*decode.Relation{rel}, sink, cfg, log); err != nil {
 		return err
 	}
 	log.Info("table sync finished", "table", rel.QualifiedName(), "lsn", lsn, "elapsed", time.Since(start).Round(time.Millisecond))
