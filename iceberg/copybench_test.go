@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
 )
@@ -50,7 +49,7 @@ func BenchmarkCopyToParquet(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		fw := &fileWriter{pw: pw, cw: cw, bld: array.NewRecordBuilder(memory.DefaultAllocator, asc)}
+		fw := &fileWriter{pw: pw, cw: cw, bld: array.NewRecordBuilder(dataAlloc, asc)}
 		w.keys.buf, w.keys.ends = w.keys.buf[:0], w.keys.ends[:0]
 		var p decode.CopyBinaryParser
 		err = p.Feed(bin, 4, func(tup decode.Tuple) error {

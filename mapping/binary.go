@@ -172,21 +172,9 @@ func readBinary(s *Scalar, oid uint32, dt arrow.DataType, data []byte) error {
 		if id != arrow.TIMESTAMP {
 			break
 		}
-		if len(data) != 8 {
-			return sizeErr(data, dt)
-		}
-		if withZone := dt.(*arrow.TimestampType).TimeZone != ""; withZone != (oid == OIDTimestampTZ) {
-			return binaryErr(data, dt, "timestamp and timestamptz are not interchangeable")
-		}
-		us := int64(binary.BigEndian.Uint64(data))
-		if us == math.MaxInt64 || us == math.MinInt64 {
-			return infinityErr(dt, us > 0)
-		}
-		if us > math.MaxInt64-pgEpochMicros {
-			return binaryErr(data, dt, errTimestampRange.Error())
-		}
-		s.Int = us + pgEpochMicros
-		return nil
+		var err error
+		s.Int, err = readTimestamp(oid, dt.(*arrow.TimestampType), data)
+		return err
 	case OIDNumeric:
 		if id != arrow.DECIMAL128 {
 			break
@@ -205,10 +193,57 @@ func readBinary(s *Scalar, oid uint32, dt arrow.DataType, data []byte) error {
 	return fmt.Errorf("no binary reader for type oid %d into arrow type %s", oid, dt)
 }
 
+// readTimestamp reads a timestamp or timestamptz (oid) into a timestamp
+// of type dt: microseconds since 1970.
+func readTimestamp(oid uint32, dt *arrow.TimestampType, data []byte) (int64, error) {
+	if len(data) != 8 {
+		return 0, sizeErr(data, dt)
+	}
+	if withZone := dt.TimeZone != ""; withZone != (oid == OIDTimestampTZ) {
+		return 0, binaryErr(data, dt, "timestamp and timestamptz are not interchangeable")
+	}
+	us := int64(binary.BigEndian.Uint64(data))
+	if us == math.MaxInt64 || us == math.MinInt64 {
+		return 0, infinityErr(dt, us > 0)
+	}
+	if us > math.MaxInt64-pgEpochMicros {
+		return 0, binaryErr(data, dt, errTimestampRange.Error())
+	}
+	return us + pgEpochMicros, nil
+}
+
 // AppendBinary appends the value whose binary form is data (see
 // ReadBinary) to b, which must be the builder Append would get for it. A
 // value that does not fit leaves b as it was.
 func AppendBinary(b array.Builder, oid uint32, data []byte) error {
+	// The commonest columns of a copy first, read as readBinary reads
+	// them but without a Scalar in between.
+	switch b := b.(type) {
+	case *array.Int64Builder:
+		if oid == OIDInt8 && len(data) == 8 {
+			b.Append(int64(binary.BigEndian.Uint64(data)))
+			return nil
+		}
+	case *array.Int32Builder:
+		if oid == OIDInt4 && len(data) == 4 {
+			b.Append(int32(binary.BigEndian.Uint32(data)))
+			return nil
+		}
+	case *array.StringBuilder:
+		if (oid == OIDText || oid == OIDVarchar || oid == OIDBPChar) && utf8.Valid(data) {
+			b.BinaryBuilder.Append(data)
+			return nil
+		}
+	case *array.TimestampBuilder:
+		if oid == OIDTimestamp || oid == OIDTimestampTZ {
+			us, err := readTimestamp(oid, b.Type().(*arrow.TimestampType), data)
+			if err != nil {
+				return err
+			}
+			b.Append(arrow.Timestamp(us))
+			return nil
+		}
+	}
 	var s Scalar
 	if err := readBinary(&s, oid, b.Type(), data); err != nil {
 		return err

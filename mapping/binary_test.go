@@ -80,6 +80,9 @@ func TestReadBinaryRefusesBadBytes(t *testing.T) {
 		{OIDUUID, extensions.NewUUIDType(), make([]byte, 15), "binary form of 15 bytes"},
 		{OIDDate, arrow.FixedWidthTypes.Date32, []byte{0x7f, 0xff, 0xff, 0xff}, "infinity has no Iceberg equivalent"},
 		{OIDTimestamp, &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, make([]byte, 8), "not interchangeable"},
+		{OIDTimestampTZ, &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, []byte{0x80, 0, 0, 0, 0, 0, 0, 0}, "infinity has no Iceberg equivalent"},
+		{OIDTimestampTZ, &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, make([]byte, 7), "binary form of 7 bytes"},
+		{OIDInt8, arrow.PrimitiveTypes.Int64, make([]byte, 4), "binary form of 4 bytes"},
 		{OIDFloat8, arrow.PrimitiveTypes.Float32, make([]byte, 8), "no binary reader"},
 		{OIDJSONB, arrow.BinaryTypes.String, []byte{1, '{', '}'}, "no binary reader"},
 	} {
@@ -96,18 +99,49 @@ func FuzzReadBinary(f *testing.F) {
 	f.Add(uint32(OIDNumeric), uint8(11), []byte{0, 1, 0, 0, 0, 0, 0, 2, 0, 7})
 	f.Add(uint32(OIDTimestampTZ), uint8(10), []byte{0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe})
 	f.Add(uint32(OIDFloat4), uint8(4), []byte{0x7f, 0xc0, 0, 1})
+	f.Add(uint32(OIDInt8), uint8(2), []byte{0x80, 0, 0, 0, 0, 0, 0, 1})
+	f.Add(uint32(OIDInt4), uint8(1), []byte{0xff, 0xff, 0xff, 0xfe})
+	f.Add(uint32(OIDVarchar), uint8(5), []byte("héllo"))
+	f.Add(uint32(OIDTimestamp), uint8(9), []byte{0, 0, 0, 0, 0, 0, 0, 1})
+	f.Add(uint32(OIDTimestampTZ), uint8(10), []byte{0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, oid uint32, target uint8, data []byte) {
 		dt := binaryTargets[int(target)%len(binaryTargets)]
 		b := array.NewBuilder(memory.DefaultAllocator, dt)
 		defer b.Release()
+		s, readErr := ReadBinary(oid, dt, data)
 		if err := AppendBinary(b, oid, data); err != nil {
 			if b.Len() != 0 {
 				t.Fatalf("a refused value left %d values", b.Len())
+			}
+			if readErr == nil {
+				t.Fatalf("AppendBinary refused what ReadBinary reads: %v", err)
 			}
 			return
 		}
 		if b.Len() != 1 {
 			t.Fatalf("%d values appended", b.Len())
+		}
+		if readErr != nil {
+			t.Fatalf("AppendBinary took what ReadBinary refuses: %v", readErr)
+		}
+		// AppendBinary's shortcuts append what ReadBinary reads.
+		a := b.NewArray()
+		defer a.Release()
+		var same bool
+		switch a := a.(type) {
+		case *array.Int64:
+			same = a.Value(0) == s.Int
+		case *array.Int32:
+			same = int64(a.Value(0)) == s.Int
+		case *array.String:
+			same = a.Value(0) == string(s.Bytes)
+		case *array.Timestamp:
+			same = int64(a.Value(0)) == s.Int
+		default:
+			same = true
+		}
+		if !same {
+			t.Fatalf("AppendBinary appended %s, ReadBinary read %+v", a, s)
 		}
 	})
 }
