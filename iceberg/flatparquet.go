@@ -13,7 +13,7 @@ import (
 )
 
 // parquetOut is the Parquet side of a fileWriter: batches of rows in, row
-// groups of rowGroupRows out.
+// groups of rowGroupRows rows or rowGroupTarget bytes out.
 type parquetOut interface {
 	write(rec arrow.RecordBatch) error
 	rowGroupBytes() int64 // bytes of the open row group so far
@@ -42,7 +42,7 @@ func (o *arrowOut) write(rec arrow.RecordBatch) error {
 	if err := o.pw.WriteBuffered(rec); err != nil {
 		return err
 	}
-	if n, _ := o.pw.RowGroupNumRows(); n >= rowGroupRows {
+	if n, _ := o.pw.RowGroupNumRows(); n >= rowGroupRows || o.pw.RowGroupTotalBytesWritten() >= rowGroupTarget {
 		o.pw.NewBufferedRowGroup()
 	}
 	return nil
@@ -144,7 +144,7 @@ func (o *flatOut) writeRows(rec arrow.RecordBatch) error {
 			return fmt.Errorf("column %s: %w", rec.Schema().Field(i).Name, err)
 		}
 	}
-	if o.rows += int(rec.NumRows()); o.rows >= rowGroupRows {
+	if o.rows += int(rec.NumRows()); o.rows >= rowGroupRows || o.rowGroupBytes() >= rowGroupTarget {
 		return o.closeRowGroup()
 	}
 	return nil

@@ -88,7 +88,7 @@ func TestFlatOutSameFile(t *testing.T) {
 	// A slice of a batch: arrays with an offset.
 	recs = append(recs, recs[3].NewSlice(1000, 5000))
 
-	write := func(o parquetOut, cw *countingWriter) {
+	write := func(o parquetOut, cw *countingWriter) (rowGroups int) {
 		for _, r := range recs {
 			if err := o.write(r); err != nil {
 				t.Fatal(err)
@@ -107,25 +107,40 @@ func TestFlatOutSameFile(t *testing.T) {
 		if md.NumRows != int64(row+4000) {
 			t.Fatalf("metadata: %d rows, want %d", md.NumRows, row+4000)
 		}
+		return md.NumRowGroups()
 	}
-	var a, f bytes.Buffer
-	acw, fcw := newCountingWriter(&a), newCountingWriter(&f)
-	pw, err := newParquetWriter(asc, acw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(&arrowOut{pw: pw}, acw)
-	fo, err := newFlatOut(asc, fcw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(fo, fcw)
-	if !bytes.Equal(a.Bytes(), f.Bytes()) {
-		i := 0
-		for i < min(a.Len(), f.Len()) && a.Bytes()[i] == f.Bytes()[i] {
-			i++
+	// Row groups end at a number of rows (mid-batch) or at a size (after a
+	// batch): both bounds, made small (1 byte: at the first batch after a
+	// page was written).
+	defer func(rows int, bytes int64) { rowGroupRows, rowGroupTarget = rows, bytes }(rowGroupRows, rowGroupTarget)
+	for _, bound := range []struct {
+		rows  int
+		bytes int64
+	}{{70_000, 1 << 40}, {1 << 30, 1}} {
+		rowGroupRows, rowGroupTarget = bound.rows, bound.bytes
+		var a, f bytes.Buffer
+		acw, fcw := newCountingWriter(&a), newCountingWriter(&f)
+		pw, err := newParquetWriter(asc, acw)
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Fatalf("pqarrow wrote %d bytes, flatOut %d; first difference at byte %d", a.Len(), f.Len(), i)
+		groups := write(&arrowOut{pw: pw}, acw)
+		fo, err := newFlatOut(asc, fcw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(fo, fcw)
+		if groups < 3 {
+			t.Fatalf("%d row groups at %d rows or %d bytes, want several", groups, bound.rows, bound.bytes)
+		}
+		if !bytes.Equal(a.Bytes(), f.Bytes()) {
+			i := 0
+			for i < min(a.Len(), f.Len()) && a.Bytes()[i] == f.Bytes()[i] {
+				i++
+			}
+			t.Fatalf("row groups of %d rows or %d bytes: pqarrow wrote %d bytes, flatOut %d; first difference at byte %d", bound.rows, bound.bytes, a.Len(), f.Len(), i)
+		}
+		t.Logf("%d row groups of at most %d rows or %d bytes", groups, bound.rows, bound.bytes)
 	}
 
 	// A null in a required column is an error, not a file.
@@ -135,7 +150,8 @@ func TestFlatOutSameFile(t *testing.T) {
 	}
 	bad := bld.NewRecordBatch()
 	defer bad.Release()
-	fo, err = newFlatOut(asc, newCountingWriter(&f))
+	var f bytes.Buffer
+	fo, err := newFlatOut(asc, newCountingWriter(&f))
 	if err != nil {
 		t.Fatal(err)
 	}
