@@ -1,0 +1,79 @@
+package iceberg
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/klauspost/compress/zstd"
+)
+
+// zstdCodec is the Parquet zstd codec of every file the bridge writes:
+// arrow-go's, except that its frames carry no content checksum. zstd's
+// reference library writes none by default (nor does parquet-java), and
+// a Parquet page is covered by its own optional CRC; klauspost's encoder,
+// which arrow-go uses, adds an xxhash of every page by default, 3-4% of
+// a copy's CPU. Decoding is arrow-go's codec, unchanged.
+type zstdCodec struct {
+	orig compress.Codec
+}
+
+func init() {
+	orig, err := compress.GetCodec(compress.Codecs.Zstd)
+	if err != nil {
+		panic(fmt.Sprintf("arrow-go has no zstd codec: %v", err))
+	}
+	compress.RegisterCodec(compress.Codecs.Zstd, zstdCodec{orig: orig})
+}
+
+// zstdEncoders pools encoders by level (as arrow-go does).
+var zstdEncoders sync.Map // zstd.EncoderLevel → *sync.Pool of *zstd.Encoder
+
+func zstdLevel(level int) zstd.EncoderLevel {
+	if level == compress.DefaultCompressionLevel {
+		return zstd.SpeedDefault
+	}
+	return zstd.EncoderLevelFromZstd(level)
+}
+
+func (c zstdCodec) EncodeLevel(dst, src []byte, level int) []byte {
+	l := zstdLevel(level)
+	p, _ := zstdEncoders.LoadOrStore(l, &sync.Pool{New: func() any {
+		enc, err := zstd.NewWriter(nil, zstd.WithZeroFrames(true), zstd.WithEncoderLevel(l),
+			zstd.WithEncoderConcurrency(1), zstd.WithAllLitEntropyCompression(true), zstd.WithEncoderCRC(false))
+		if err != nil {
+			panic(err) // only for invalid options, which these are not
+		}
+		return enc
+	}})
+	pool := p.(*sync.Pool)
+	enc := pool.Get().(*zstd.Encoder)
+	defer pool.Put(enc)
+	return enc.EncodeAll(src, dst[:0])
+}
+
+func (c zstdCodec) Encode(dst, src []byte) []byte {
+	return c.EncodeLevel(dst, src, compress.DefaultCompressionLevel)
+}
+
+func (c zstdCodec) CompressBound(n int64) int64   { return c.orig.CompressBound(n) }
+func (c zstdCodec) Decode(dst, src []byte) []byte { return c.orig.Decode(dst, src) }
+
+func (c zstdCodec) DecodeWithError(dst, src []byte) ([]byte, error) {
+	return compress.Decode(c.orig, dst, src)
+}
+
+// The streaming side (not used for Parquet pages) stays arrow-go's.
+
+func (c zstdCodec) NewReader(r io.Reader) io.ReadCloser {
+	return c.orig.(compress.StreamingCodec).NewReader(r)
+}
+
+func (c zstdCodec) NewWriter(w io.Writer) io.WriteCloser {
+	return c.orig.(compress.StreamingCodec).NewWriter(w)
+}
+
+func (c zstdCodec) NewWriterLevel(w io.Writer, level int) (io.WriteCloser, error) {
+	return c.orig.(compress.StreamingCodec).NewWriterLevel(w, level)
+}
