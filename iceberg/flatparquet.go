@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
 // parquetOut is the Parquet side of a fileWriter: batches of rows in, row
@@ -86,7 +87,7 @@ type flatOut struct {
 
 func newFlatOut(asc *arrow.Schema, w io.Writer) (*flatOut, error) {
 	props := writerProps()
-	sc, err := pqarrow.ToParquet(asc, props, pqarrow.DefaultWriterProps())
+	sc, err := flatParquetSchema(asc, props)
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +104,41 @@ func newFlatOut(asc *arrow.Schema, w io.Writer) (*flatOut, error) {
 		o.nullable = append(o.nullable, f.Nullable)
 	}
 	return o, nil
+}
+
+// flatParquetSchema is the Parquet schema pqarrow gives asc, except that
+// 32-bit integers are plain INT32 without the INT(32, signed) annotation,
+// as Iceberg's Java writer writes them. Iceberg 1.10's vectorized reader
+// (Spark's default) cannot read an annotated INT32 column once the table
+// has promoted it to long (apache/iceberg#16341, fixed after 1.10.1); a
+// plain one it reads. The values and their order are the same.
+func flatParquetSchema(asc *arrow.Schema, props *parquet.WriterProperties) (*schema.Schema, error) {
+	sc, err := pqarrow.ToParquet(asc, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		return nil, err
+	}
+	root := sc.Root()
+	fields := make(schema.FieldList, 0, root.NumFields())
+	for i := range root.NumFields() {
+		p, ok := root.Field(i).(*schema.PrimitiveNode)
+		if !ok {
+			return nil, fmt.Errorf("field %s is not primitive", root.Field(i).Name())
+		}
+		lt := p.LogicalType()
+		if it, ok := lt.(schema.IntLogicalType); ok && p.PhysicalType() == parquet.Types.Int32 && it.BitWidth() == 32 && it.IsSigned() {
+			lt = schema.NoLogicalType{}
+		}
+		n, err := schema.NewPrimitiveNodeLogical(p.Name(), p.RepetitionType(), lt, p.PhysicalType(), p.TypeLength(), p.FieldID())
+		if err != nil {
+			return nil, err
+		}
+		fields = append(fields, n)
+	}
+	g, err := schema.NewGroupNode(root.Name(), root.RepetitionType(), fields, root.FieldID())
+	if err != nil {
+		return nil, err
+	}
+	return schema.NewSchema(g), nil
 }
 
 // write writes a batch, splitting it where a row group fills up (as

@@ -288,7 +288,9 @@ func lastImages(t *testing.T, changes []row, key string) []row {
 // sparkVectorizedPromotionFails keeps a workaround honest. Spark's default
 // Parquet reader in Iceberg 1.10.1, the vectorized one, cannot read an int
 // column promoted to long from files whose INT32 column carries the
-// INT(32, true) annotation, as iceberg-go writes it: "BigIntVector cannot
+// INT(32, true) annotation, as pqarrow writes it for a table with a
+// decimal, uuid or nested column (a table of primitive columns gets plain
+// INT32, see iceberg.flatParquetSchema): "BigIntVector cannot
 // be cast to class ... IntVector" (apache/iceberg#16341, fixed after
 // 1.10.1). The test requires that failure on from, then turns vectorized
 // reads off for the session (spark.sql.iceberg.vectorization.enabled),
