@@ -1,8 +1,10 @@
 package iceberg
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -58,7 +60,12 @@ func flatSchema(asc *arrow.Schema) bool {
 	for _, f := range asc.Fields() {
 		switch f.Type.ID() {
 		case arrow.BOOL, arrow.INT32, arrow.INT64, arrow.FLOAT32, arrow.FLOAT64,
-			arrow.STRING, arrow.BINARY, arrow.DATE32, arrow.TIMESTAMP, arrow.TIME64:
+			arrow.STRING, arrow.BINARY, arrow.DATE32, arrow.TIMESTAMP, arrow.TIME64,
+			arrow.DECIMAL128, arrow.FIXED_SIZE_BINARY:
+		case arrow.EXTENSION: // uuid: 16 fixed bytes
+			if f.Type.(arrow.ExtensionType).StorageType().ID() != arrow.FIXED_SIZE_BINARY {
+				return false
+			}
 		default:
 			return false
 		}
@@ -83,6 +90,10 @@ type flatOut struct {
 	ones     []int16 // definition levels of a batch without nulls
 	bytes    []parquet.ByteArray
 	bools    []bool
+	i32      []int32                     // decimals of precision <= 9
+	i64      []int64                     // decimals of precision <= 18
+	fixed    []parquet.FixedLenByteArray // larger decimals, uuids
+	scratch  []byte                      // the big-endian bytes of larger decimals
 }
 
 func newFlatOut(asc *arrow.Schema, w io.Writer) (*flatOut, error) {
@@ -225,9 +236,25 @@ func (o *flatOut) writeColumn(cw file.ColumnChunkWriter, col arrow.Array, nullab
 	var err error
 	switch cw := cw.(type) {
 	case *file.Int32ColumnChunkWriter:
-		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, arrow.GetValues[int32](col.Data(), 1), defs, valid, off)
+		vals, err := intValues(&o.i32, col)
+		if err != nil {
+			return err
+		}
+		return writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, vals, defs, valid, off)
 	case *file.Int64ColumnChunkWriter:
-		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, arrow.GetValues[int64](col.Data(), 1), defs, valid, off)
+		vals, err := intValues(&o.i64, col)
+		if err != nil {
+			return err
+		}
+		return writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, vals, defs, valid, off)
+	case *file.FixedLenByteArrayColumnChunkWriter:
+		vals, err := o.fixedBytes(col, cw.Descr().TypeLength())
+		if err != nil {
+			return err
+		}
+		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, vals, defs, valid, off)
+		clear(vals)
+		return err
 	case *file.Float32ColumnChunkWriter:
 		err = writeFlat(cw.WriteBatch, cw.WriteBatchSpacedWithError, arrow.GetValues[float32](col.Data(), 1), defs, valid, off)
 	case *file.Float64ColumnChunkWriter:
@@ -266,6 +293,69 @@ func (o *flatOut) writeColumn(cw file.ColumnChunkWriter, col arrow.Array, nullab
 		return fmt.Errorf("no flat writer for %T", cw)
 	}
 	return err
+}
+
+// Decimals are stored as Iceberg's Parquet mapping says (and pqarrow with
+// WithStoreDecimalAsInteger writes them): precision <= 9 as INT32, <= 18 as
+// INT64, larger as the big-endian two's complement in the fewest bytes that
+// hold the precision. The values were checked against their precision when
+// appended; one that does not fit its physical type is an error here, not
+// a truncated value.
+
+// intValues returns the values of an INT32 or INT64 column: an integer
+// array's own, or a decimal's unscaled values converted into buf.
+func intValues[T int32 | int64](buf *[]T, col arrow.Array) ([]T, error) {
+	d, ok := col.(*array.Decimal128)
+	if !ok {
+		return arrow.GetValues[T](col.Data(), 1), nil
+	}
+	vals := (*buf)[:0]
+	for i := range d.Len() {
+		v := d.Value(i)
+		x := T(int64(v.LowBits()))
+		if d.IsValid(i) && (v.HighBits() != int64(v.LowBits())>>63 || int64(x) != int64(v.LowBits())) {
+			return nil, fmt.Errorf("decimal %s does not fit %T", v.ToString(d.DataType().(*arrow.Decimal128Type).Scale), x)
+		}
+		vals = append(vals, x)
+	}
+	*buf = vals
+	return vals, nil
+}
+
+// fixedBytes returns the values of a fixed-size binary column (uuids as
+// they are, decimals in n big-endian bytes); a null row's value is empty.
+func (o *flatOut) fixedBytes(col arrow.Array, n int) ([]parquet.FixedLenByteArray, error) {
+	vals := o.fixed[:0]
+	switch col := col.(type) {
+	case *array.Decimal128:
+		o.scratch = slices.Grow(o.scratch[:0], 16*col.Len())[:16*col.Len()]
+		for i := range col.Len() {
+			if col.IsNull(i) {
+				vals = append(vals, nil)
+				continue
+			}
+			v, b := col.Value(i), o.scratch[16*i:16*i+16]
+			binary.BigEndian.PutUint64(b, uint64(v.HighBits()))
+			binary.BigEndian.PutUint64(b[8:], v.LowBits())
+			// The bytes dropped must be the sign's.
+			for _, x := range b[:16-n] {
+				if x != byte(v.HighBits()>>63) || b[16-n]>>7 != byte(v.HighBits()>>63)&1 {
+					return nil, fmt.Errorf("decimal %s does not fit %d bytes", v.ToString(col.DataType().(*arrow.Decimal128Type).Scale), n)
+				}
+			}
+			vals = append(vals, b[16-n:])
+		}
+	case array.ExtensionArray:
+		return o.fixedBytes(col.Storage(), n)
+	case *array.FixedSizeBinary:
+		for i := range col.Len() {
+			vals = append(vals, col.Value(i))
+		}
+	default:
+		return nil, fmt.Errorf("%s in a fixed-length byte array column", col.DataType())
+	}
+	o.fixed = vals
+	return vals, nil
 }
 
 // writeFlat writes values densely when every row has one, else spaced

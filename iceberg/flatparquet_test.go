@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -35,6 +38,11 @@ func TestFlatOutSameFile(t *testing.T) {
 		icego.NestedField{ID: 10, Name: "t", Type: icego.PrimitiveTypes.Time},
 		icego.NestedField{ID: 11, Name: "name", Type: icego.PrimitiveTypes.String, Required: true},
 		icego.NestedField{ID: 12, Name: "nothing", Type: icego.PrimitiveTypes.Int64},
+		icego.NestedField{ID: 13, Name: "d9", Type: icego.DecimalTypeOf(9, 2)},
+		icego.NestedField{ID: 14, Name: "d18", Type: icego.DecimalTypeOf(18, 4), Required: true},
+		icego.NestedField{ID: 15, Name: "d38", Type: icego.DecimalTypeOf(38, 10)},
+		icego.NestedField{ID: 16, Name: "d20", Type: icego.DecimalTypeOf(20, 0)},
+		icego.NestedField{ID: 17, Name: "u", Type: icego.PrimitiveTypes.UUID},
 	)
 	asc, err := table.SchemaToArrowSchema(sc, nil, true, false)
 	if err != nil {
@@ -82,6 +90,31 @@ func TestFlatOutSameFile(t *testing.T) {
 			bld.Field(9).(*array.Time64Builder).Append(arrow.Time64(int64(row) % 86_400_000_000))
 			bld.Field(10).(*array.StringBuilder).Append("n")
 			bld.Field(11).AppendNull()
+			// Decimals up to each precision's limits, both signs.
+			sign := int64(1 - 2*(row%2))
+			if null(4) {
+				bld.Field(12).AppendNull()
+			} else {
+				bld.Field(12).(*array.Decimal128Builder).Append(decimal128.FromI64(sign * int64(row*7919%999_999_999)))
+			}
+			bld.Field(13).(*array.Decimal128Builder).Append(decimal128.FromI64(sign * (int64(row) * 92_233_720_368_547 % 999_999_999_999_999_999)))
+			if null(6) {
+				bld.Field(14).AppendNull()
+			} else {
+				big := decimal128.FromI64(int64(row)).Mul(decimal128.FromU64(1e19)).Add(decimal128.FromU64(uint64(row) * 7919))
+				if sign < 0 {
+					big = big.Negate()
+				}
+				bld.Field(14).(*array.Decimal128Builder).Append(big)
+			}
+			bld.Field(15).(*array.Decimal128Builder).Append(decimal128.FromI64(sign * int64(row%100)).Mul(decimal128.FromU64(1e18)))
+			if null(9) {
+				bld.Field(16).AppendNull()
+			} else {
+				var u [16]byte
+				binary.BigEndian.PutUint64(u[8:], uint64(row)*0x9E3779B97F4A7C15)
+				bld.Field(16).(*extensions.UUIDBuilder).Append(u)
+			}
 			row++
 		}
 		recs = append(recs, bld.NewRecordBatch())
@@ -157,6 +190,42 @@ func TestFlatOutSameFile(t *testing.T) {
 	}
 	if err := fo.write(bad); err == nil {
 		t.Fatal("flatOut wrote a null into a required column")
+	}
+
+	// A decimal too large for its physical type is an error, not a value
+	// cut short.
+	for _, tc := range []struct {
+		field int
+		v     decimal128.Num
+	}{
+		{12, decimal128.FromI64(1 << 40)},
+		{13, decimal128.FromU64(1 << 63)},
+		{15, decimal128.FromU64(1 << 63).Mul(decimal128.FromU64(1 << 20))},
+		{15, decimal128.FromU64(1 << 63).Mul(decimal128.FromU64(1 << 8))}, // fits the bytes but for the sign bit
+	} {
+		for i := range asc.Fields() {
+			switch {
+			case i == tc.field:
+				bld.Field(i).(*array.Decimal128Builder).Append(tc.v)
+			case i == 13:
+				bld.Field(i).(*array.Decimal128Builder).Append(decimal128.FromI64(1))
+			case i == 0:
+				bld.Field(i).(*array.Int64Builder).Append(1)
+			case i == 10:
+				bld.Field(i).(*array.StringBuilder).Append("n")
+			default:
+				bld.Field(i).AppendNull()
+			}
+		}
+		rec := bld.NewRecordBatch()
+		fo, err := newFlatOut(asc, newCountingWriter(&f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fo.write(rec); err == nil || !strings.Contains(err.Error(), "does not fit") {
+			t.Errorf("%s = %s: %v, want does not fit", asc.Field(tc.field).Name, tc.v.BigInt(), err)
+		}
+		rec.Release()
 	}
 }
 

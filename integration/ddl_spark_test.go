@@ -285,34 +285,6 @@ func lastImages(t *testing.T, changes []row, key string) []row {
 	return out
 }
 
-// sparkVectorizedPromotionFails keeps a workaround honest. Spark's default
-// Parquet reader in Iceberg 1.10.1, the vectorized one, cannot read an int
-// column promoted to long from files whose INT32 column carries the
-// INT(32, true) annotation, as pqarrow writes it for a table with a
-// decimal, uuid or nested column (a table of primitive columns gets plain
-// INT32, see iceberg.flatParquetSchema): "BigIntVector cannot
-// be cast to class ... IntVector" (apache/iceberg#16341, fixed after
-// 1.10.1). The test requires that failure on from, then turns vectorized
-// reads off for the session (spark.sql.iceberg.vectorization.enabled),
-// which reads such files. When Spark reads from, the workaround can go.
-func sparkVectorizedPromotionFails(t *testing.T, s *sparkSession, from string) {
-	t.Helper()
-	var msg *string
-	if !s.do(t, map[string]string{"op": "error", "sql": "SELECT * FROM " + from}, &msg) {
-		return
-	}
-	switch {
-	case msg == nil:
-		t.Errorf("Spark's vectorized reader reads %s after int became bigint: apache/iceberg#16341 is fixed in this runtime; drop sparkVectorizedPromotionFails", from)
-	case !strings.Contains(*msg, "BigIntVector cannot be cast to"):
-		t.Errorf("Spark reading %s after int became bigint: %s, want apache/iceberg#16341's ClassCastException", from, *msg)
-	default:
-		t.Logf("Spark's vectorized reader fails on %s after int became bigint (apache/iceberg#16341); Spark reads without it from here on", from)
-	}
-	var set []row
-	s.do(t, map[string]string{"op": "sql", "sql": "SET spark.sql.iceberg.vectorization.enabled = false"}, &set)
-}
-
 // sparkChangelogAsPyiceberg requires Spark and pyiceberg to read every row
 // of a changelog alike, before and after images of every schema included.
 // It returns Spark's rows, each with its change's "lsn/seq" as "change".

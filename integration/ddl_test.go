@@ -60,9 +60,7 @@ func TestSchemaEvolution(t *testing.T) {
 	jar := sparkJar(t)
 	pg, conn := startSource(t, `CREATE TABLE items (id int PRIMARY KEY, n int, v text, price numeric(8,2));
 		INSERT INTO items SELECT g, g, 'v' || g, g * 1.5 FROM generate_series(1, 300) g;
-		CREATE TABLE counts (id int PRIMARY KEY, n int, v text);
-		INSERT INTO counts SELECT g, g, 'c' || g FROM generate_series(1, 200) g;
-		CREATE PUBLICATION ddl_pub FOR TABLE items, counts;`)
+		CREATE PUBLICATION ddl_pub FOR TABLE items;`)
 	tg := localTarget(t)
 	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "ddl_pub", "--flush-interval", "1s"}, tg.args()...)...)
 	waitSlot(t, conn, "pg2iceberg_ddl_pub", b)
@@ -147,18 +145,12 @@ func TestSchemaEvolution(t *testing.T) {
 	check("add column", `id::text AS id, n::text AS n, v, price::text AS price, note`, "id,n,v,price,note", since)
 
 	exec1(t, conn, `ALTER TABLE items ALTER COLUMN n TYPE bigint`)
-	exec1(t, conn, `ALTER TABLE counts ALTER COLUMN n TYPE bigint`)
 	since = walLSN(t, conn)
 	exec1(t, conn, `UPDATE items SET n = n + 5000000000 WHERE id <= 5`)
-	exec1(t, conn, `UPDATE counts SET n = n + 5000000000 WHERE id <= 5`)
-	waitCaughtUp(t, conn, "pg2iceberg_ddl_pub", b)
-	// counts has only primitive columns, so its files carry plain INT32 (see
-	// iceberg.flatParquetSchema): Spark's vectorized reader reads them after
-	// the promotion. items' decimal sends its files through pqarrow, whose
-	// INT32 is annotated.
-	sparkReads(t, spark, "public.counts after int to bigint (vectorized)", "pg.public.counts",
-		sparkColumnsOf(t, pgFields(t, conn, "counts")), "id", pgRows(t, conn, `id::text AS id, n::text AS n, v`, "counts"))
-	sparkVectorizedPromotionFails(t, spark, "pg.public.items")
+	// Spark reads the files from before the promotion with its default,
+	// vectorized reader: their INT32 carries no INT(32, signed) annotation
+	// (see iceberg.flatParquetSchema; with it, Iceberg 1.10.1 fails:
+	// apache/iceberg#16341).
 	check("int to bigint", `id::text AS id, n::text AS n, v, price::text AS price, note`, "id,n,v,price,note", since)
 
 	exec1(t, conn, `ALTER TABLE items ALTER COLUMN price TYPE numeric(12,2)`)
