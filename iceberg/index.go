@@ -130,8 +130,21 @@ func (m *mirror) readKeys(ctx context.Context, df icego.DataFile, id int32, keyI
 	// Keys of one 8-byte value go in by batches, so a file's serial keys
 	// become runs (see intTable) as in a copy.
 	ints := intBatch{t: m.index.ints}
+	// twice names both rows of a key met again: this one, and the other the
+	// index holds (in a run or a slot: a failed batch may have overwritten
+	// the slot, never a run).
 	twice := func(e intSlot) error {
-		return fmt.Errorf("%s: a key appears live twice (one in %s row %d): the table was changed by another writer", m.name(), df.FilePath(), unpackLoc(e.val).pos)
+		at := fmt.Sprintf("%s row %d", df.FilePath(), unpackLoc(e.val).pos)
+		other, ok := uint64(0), false
+		if r := m.index.ints.run(e.key); r != nil {
+			other, ok = r.val+(e.key-r.key), true
+		} else if v, found := m.index.ints.get(e.key); found {
+			other, ok = v, true
+		}
+		if p := unpackLoc(other); ok && other != e.val && int(p.file) < len(m.files) {
+			at = fmt.Sprintf("%s row %d and %s", m.files[p.file], p.pos, at)
+		}
+		return fmt.Errorf("%s: key appears live twice (%s): the table was changed by another writer", m.name(), at)
 	}
 	var pos int64
 	var b []byte
