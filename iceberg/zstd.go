@@ -37,8 +37,11 @@ func zstdLevel(level int) zstd.EncoderLevel {
 	return zstd.EncoderLevelFromZstd(level)
 }
 
-func (c zstdCodec) EncodeLevel(dst, src []byte, level int) []byte {
-	l := zstdLevel(level)
+// zstdPool returns the encoder pool of level l.
+func zstdPool(l zstd.EncoderLevel) *sync.Pool {
+	if p, ok := zstdEncoders.Load(l); ok {
+		return p.(*sync.Pool)
+	}
 	p, _ := zstdEncoders.LoadOrStore(l, &sync.Pool{New: func() any {
 		enc, err := zstd.NewWriter(nil, zstd.WithZeroFrames(true), zstd.WithEncoderLevel(l),
 			zstd.WithEncoderConcurrency(1), zstd.WithAllLitEntropyCompression(true), zstd.WithEncoderCRC(false))
@@ -47,7 +50,11 @@ func (c zstdCodec) EncodeLevel(dst, src []byte, level int) []byte {
 		}
 		return enc
 	}})
-	pool := p.(*sync.Pool)
+	return p.(*sync.Pool)
+}
+
+func (c zstdCodec) EncodeLevel(dst, src []byte, level int) []byte {
+	pool := zstdPool(zstdLevel(level))
 	enc := pool.Get().(*zstd.Encoder)
 	defer pool.Put(enc)
 	return enc.EncodeAll(src, dst[:0])
