@@ -24,11 +24,18 @@ const nullText = "\x00"
 // file describes n rows. It returns the file's path.
 func writeFile(t *testing.T, rel *decode.Relation, n int, row func(r int) []string) string {
 	t.Helper()
+	path := filepath.Join(t.TempDir(), "data.parquet")
+	writeDataFile(t, rel, path, n, row)
+	return path
+}
+
+// writeDataFile is writeFile into path; it returns the file's description.
+func writeDataFile(t *testing.T, rel *decode.Relation, path string, n int, row func(r int) []string) icego.DataFile {
+	t.Helper()
 	sc, err := MirrorSchema(rel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "data.parquet")
 	fw, err := newFileWriter(icebergio.LocalFS{}, path, sc, *icego.UnpartitionedSpec, nil, icego.EntryContentData, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +61,7 @@ func writeFile(t *testing.T, rel *decode.Relation, n int, row func(r int) []stri
 	if df.Count() != int64(n) {
 		t.Errorf("data file has %d rows, want %d", df.Count(), n)
 	}
-	return path
+	return df
 }
 
 // readFile reads a Parquet file of at most one batch of rows back.

@@ -26,32 +26,11 @@ func TestReadKeysNamesBothRows(t *testing.T) {
 			{Name: "id", TypeOID: key.OID, TypeMod: -1, TypeName: key.Name, Type: key, Key: true},
 			{Name: "v", TypeOID: text.OID, TypeMod: -1, TypeName: "text", Type: text},
 		}}
-		sc, err := MirrorSchema(rel)
-		if err != nil {
-			t.Fatal(err)
-		}
 		dir := t.TempDir()
 		write := func(name string, keys ...int) icego.DataFile {
-			fw, err := newFileWriter(icebergio.LocalFS{}, filepath.Join(dir, name), sc, *icego.UnpartitionedSpec, nil, icego.EntryContentData, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, k := range keys {
-				if err := mapping.Append(fw.builder(0), []byte(strconv.Itoa(k))); err != nil {
-					t.Fatal(err)
-				}
-				if err := mapping.Append(fw.builder(1), []byte("x")); err != nil {
-					t.Fatal(err)
-				}
-				if err := fw.rowDone(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			df, err := fw.close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return df
+			return writeDataFile(t, rel, filepath.Join(dir, name), len(keys), func(r int) []string {
+				return []string{strconv.Itoa(keys[r]), "x"}
+			})
 		}
 		serial := make([]int, 200) // a run of keys 1-200
 		for i := range serial {
