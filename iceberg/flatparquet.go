@@ -337,11 +337,11 @@ func (o *flatOut) fixedBytes(col arrow.Array, n int) ([]parquet.FixedLenByteArra
 			v, b := col.Value(i), o.scratch[16*i:16*i+16]
 			binary.BigEndian.PutUint64(b, uint64(v.HighBits()))
 			binary.BigEndian.PutUint64(b[8:], v.LowBits())
-			// The bytes dropped must be the sign's.
-			for _, x := range b[:16-n] {
-				if x != byte(v.HighBits()>>63) || b[16-n]>>7 != byte(v.HighBits()>>63)&1 {
-					return nil, fmt.Errorf("decimal %s does not fit %d bytes", v.ToString(col.DataType().(*arrow.Decimal128Type).Scale), n)
-				}
+			// The bytes dropped, and the top bit of those kept, must be the
+			// sign's.
+			sign := byte(v.HighBits() >> 63)
+			if slices.ContainsFunc(b[:16-n], func(x byte) bool { return x != sign }) || b[16-n]>>7 != sign&1 {
+				return nil, fmt.Errorf("decimal %s does not fit %d bytes", v.ToString(col.DataType().(*arrow.Decimal128Type).Scale), n)
 			}
 			vals = append(vals, b[16-n:])
 		}

@@ -76,8 +76,9 @@ func Connect(ctx context.Context, connURL string) (*pgx.Conn, error) {
 
 // copyReadBuffer is the read buffer of a copy worker's connection. pgx
 // reads 8 KiB at a time, so a COPY of hundreds of MB costs tens of
-// thousands of reads (and acknowledgements) that a bigger buffer saves:
-// the server is ahead of a copy, so each read finds the socket full.
+// thousands of reads; the server is ahead of a copy, so each read finds
+// the socket full and a bigger buffer takes more at once (the 5M-row
+// benchmark copy's read syscalls: 0.23 CPU s with 8 KiB, 0.06 with this).
 const copyReadBuffer = 256 << 10
 
 // connectCopy is Connect for a copy worker: reads are buffered in
