@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	icego "github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -109,11 +107,6 @@ func newFileWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec
 		path: path, schema: sc, spec: spec, partition: partition, content: content, props: props,
 		out: out, cw: cw, pw: pw, bld: array.NewRecordBuilder(dataAlloc, asc),
 	}, nil
-}
-
-// newParquetWriter returns a pqarrow writer of the table's settings.
-func newParquetWriter(asc *arrow.Schema, w io.Writer) (*pqarrow.FileWriter, error) {
-	return pqarrow.NewFileWriter(asc, w, writerProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(dataAlloc)))
 }
 
 // writerProps are the Parquet settings of every file written.

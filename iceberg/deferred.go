@@ -8,7 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	icego "github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/pg2iceberg/pg2iceberg/decode"
@@ -38,7 +37,7 @@ type deferredWriter struct {
 	props  icego.Properties
 	out    icebergio.FileWriter
 	cw     *countingWriter
-	pw     *pqarrow.FileWriter
+	pw     *parquetWriter
 	late   []arrow.Field        // written at finish, in file order
 	bld    *array.RecordBuilder // the leading fields; nil once sealed
 	rows   int
@@ -115,8 +114,8 @@ func (d *deferredWriter) seal() error {
 	if err := d.pw.NewRowGroupChecked(); err != nil {
 		return fmt.Errorf("write %s: %w", d.path, err)
 	}
-	for _, col := range rec.Columns() {
-		if err := d.pw.WriteColumnData(col); err != nil {
+	for i, col := range rec.Columns() {
+		if err := d.pw.writeColumn(i, col); err != nil {
 			return fmt.Errorf("write %s: %w", d.path, err)
 		}
 	}
@@ -128,8 +127,9 @@ func (d *deferredWriter) finish(late []arrow.Array) (icego.DataFile, error) {
 	if err := d.seal(); err != nil {
 		return nil, err
 	}
-	for _, a := range late {
-		if err := d.pw.WriteColumnData(a); err != nil {
+	lead := len(d.pw.sc.Fields()) - len(late)
+	for i, a := range late {
+		if err := d.pw.writeColumn(lead+i, a); err != nil {
 			return nil, fmt.Errorf("write %s: %w", d.path, err)
 		}
 	}

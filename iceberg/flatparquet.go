@@ -39,10 +39,10 @@ func newParquetOut(asc *arrow.Schema, w io.Writer) (parquetOut, error) {
 
 // arrowOut writes through pqarrow, which handles every type (nested ones
 // with their repetition and definition levels).
-type arrowOut struct{ pw *pqarrow.FileWriter }
+type arrowOut struct{ pw *parquetWriter }
 
 func (o *arrowOut) write(rec arrow.RecordBatch) error {
-	if err := o.pw.WriteBuffered(rec); err != nil {
+	if err := o.pw.writeBuffered(rec); err != nil {
 		return err
 	}
 	if n, _ := o.pw.RowGroupNumRows(); n >= rowGroupRows || o.pw.RowGroupTotalBytesWritten() >= rowGroupTarget {
@@ -117,39 +117,11 @@ func newFlatOut(asc *arrow.Schema, w io.Writer) (*flatOut, error) {
 	return o, nil
 }
 
-// flatParquetSchema is the Parquet schema pqarrow gives asc, except that
-// 32-bit integers are plain INT32 without the INT(32, signed) annotation,
-// as Iceberg's Java writer writes them. Iceberg 1.10's vectorized reader
-// (Spark's default) cannot read an annotated INT32 column once the table
-// has promoted it to long (apache/iceberg#16341, fixed after 1.10.1); a
-// plain one it reads. The values and their order are the same.
+// flatParquetSchema is the Parquet schema of asc: pqarrow's, with plain
+// INT32 for int32 (see plainInt32).
 func flatParquetSchema(asc *arrow.Schema, props *parquet.WriterProperties) (*schema.Schema, error) {
-	sc, err := pqarrow.ToParquet(asc, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		return nil, err
-	}
-	root := sc.Root()
-	fields := make(schema.FieldList, 0, root.NumFields())
-	for i := range root.NumFields() {
-		p, ok := root.Field(i).(*schema.PrimitiveNode)
-		if !ok {
-			return nil, fmt.Errorf("field %s is not primitive", root.Field(i).Name())
-		}
-		lt := p.LogicalType()
-		if it, ok := lt.(schema.IntLogicalType); ok && p.PhysicalType() == parquet.Types.Int32 && it.BitWidth() == 32 && it.IsSigned() {
-			lt = schema.NoLogicalType{}
-		}
-		n, err := schema.NewPrimitiveNodeLogical(p.Name(), p.RepetitionType(), lt, p.PhysicalType(), p.TypeLength(), p.FieldID())
-		if err != nil {
-			return nil, err
-		}
-		fields = append(fields, n)
-	}
-	g, err := schema.NewGroupNode(root.Name(), root.RepetitionType(), fields, root.FieldID())
-	if err != nil {
-		return nil, err
-	}
-	return schema.NewSchema(g), nil
+	fields, _ := plainIntFields(asc.Fields())
+	return pqarrow.ToParquet(arrow.NewSchema(fields, nil), props, pqarrow.DefaultWriterProps())
 }
 
 // write writes a batch, splitting it where a row group fills up (as

@@ -159,11 +159,7 @@ func TestFlatOutSameFile(t *testing.T) {
 		rowGroupRows, rowGroupTarget = bound.rows, bound.bytes
 		var a, f bytes.Buffer
 		acw, fcw := newCountingWriter(&a), newCountingWriter(&f)
-		pw, err := newParquetWriter(asc, acw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		groups := write(&arrowOut{pw: pw}, acw)
+		groups := write(&arrowOut{pw: annotatingWriter(t, asc, acw)}, acw)
 		fo, err := newFlatOut(asc, fcw)
 		if err != nil {
 			t.Fatal(err)
@@ -229,16 +225,17 @@ func TestFlatOutSameFile(t *testing.T) {
 	}
 }
 
-// sameFileButIntAnnotation checks that flat, a file flatOut wrote, holds the
+// sameFileButIntAnnotation checks that flat, a file the bridge wrote, holds the
 // same bytes before its footer as pq, pqarrow's file of the same batches,
 // the same row groups and column chunks (offsets, sizes, encodings,
-// statistics), and the same schema except that its INT32 columns have no
-// INT(32, signed) annotation.
+// statistics), and the same schema, every node (name, repetition, logical
+// type, field ID), except that its INT32 columns have no INT(32, signed)
+// annotation.
 func sameFileButIntAnnotation(t *testing.T, pq, flat []byte) {
 	t.Helper()
 	dataEnd := func(b []byte) int { return len(b) - 8 - int(binary.LittleEndian.Uint32(b[len(b)-8:])) }
 	if !bytes.Equal(pq[:dataEnd(pq)], flat[:dataEnd(flat)]) {
-		t.Fatalf("the data before the footers differ (pqarrow %d bytes, flatOut %d)", dataEnd(pq), dataEnd(flat))
+		t.Fatalf("the data before the footers differ (pqarrow %d bytes, ours %d)", dataEnd(pq), dataEnd(flat))
 	}
 	open := func(b []byte) *file.Reader {
 		r, err := file.NewParquetReader(bytes.NewReader(b))
@@ -250,7 +247,7 @@ func sameFileButIntAnnotation(t *testing.T, pq, flat []byte) {
 	a, f := open(pq), open(flat)
 	am, fm := a.MetaData(), f.MetaData()
 	if am.NumRows != fm.NumRows || am.NumRowGroups() != fm.NumRowGroups() {
-		t.Fatalf("pqarrow: %d rows in %d row groups; flatOut: %d in %d", am.NumRows, am.NumRowGroups(), fm.NumRows, fm.NumRowGroups())
+		t.Fatalf("pqarrow: %d rows in %d row groups; ours: %d in %d", am.NumRows, am.NumRowGroups(), fm.NumRows, fm.NumRowGroups())
 	}
 	chunk := func(md *metadata.FileMetaData, rg, col int) string {
 		c, err := md.RowGroup(rg).ColumnChunk(col)
@@ -273,6 +270,7 @@ func sameFileButIntAnnotation(t *testing.T, pq, flat []byte) {
 			c.TotalCompressedSize(), c.TotalUncompressedSize(), c.Compression(), c.Encodings(), st)
 	}
 	as, fs := am.Schema, fm.Schema
+	sameNodes(t, as.Root(), fs.Root())
 	for col := range as.NumColumns() {
 		ac, fc := as.Column(col), fs.Column(col)
 		want := ac.LogicalType()
@@ -283,14 +281,41 @@ func sameFileButIntAnnotation(t *testing.T, pq, flat []byte) {
 		}
 		if ac.Name() != fc.Name() || ac.PhysicalType() != fc.PhysicalType() || ac.SchemaNode().RepetitionType() != fc.SchemaNode().RepetitionType() ||
 			ac.SchemaNode().FieldID() != fc.SchemaNode().FieldID() || !want.Equals(fc.LogicalType()) {
-			t.Errorf("column %d: pqarrow %s %s %s id %d, flatOut %s %s %s id %d (want logical type %s)", col,
+			t.Errorf("column %d: pqarrow %s %s %s id %d, ours %s %s %s id %d (want logical type %s)", col,
 				ac.Name(), ac.PhysicalType(), ac.LogicalType(), ac.SchemaNode().FieldID(),
 				fc.Name(), fc.PhysicalType(), fc.LogicalType(), fc.SchemaNode().FieldID(), want)
 		}
 		for rg := range am.NumRowGroups() {
 			if x, y := chunk(am, rg, col), chunk(fm, rg, col); x != y {
-				t.Errorf("row group %d column %s: pqarrow %s, flatOut %s", rg, ac.Name(), x, y)
+				t.Errorf("row group %d column %s: pqarrow %s, ours %s", rg, ac.Name(), x, y)
 			}
+		}
+	}
+}
+
+// sameNodes requires the Parquet schema trees a (pqarrow's) and f to be
+// the same but for f's INT32 columns having no INT(32, signed) annotation.
+func sameNodes(t *testing.T, a, f schema.Node) {
+	t.Helper()
+	want := a.LogicalType()
+	if p, ok := a.(*schema.PrimitiveNode); ok && p.PhysicalType() == parquet.Types.Int32 {
+		if _, ok := want.(schema.IntLogicalType); ok {
+			want = schema.NoLogicalType{}
+		}
+	}
+	if a.Name() != f.Name() || a.Type() != f.Type() || a.RepetitionType() != f.RepetitionType() || a.FieldID() != f.FieldID() || !want.Equals(f.LogicalType()) {
+		t.Errorf("schema node %s: pqarrow %s %s %s id %d, ours %s %s %s id %d (want logical type %s)", a.Path(),
+			a.Name(), a.RepetitionType(), a.LogicalType(), a.FieldID(), f.Name(), f.RepetitionType(), f.LogicalType(), f.FieldID(), want)
+		return
+	}
+	if ag, ok := a.(*schema.GroupNode); ok {
+		fg := f.(*schema.GroupNode)
+		if ag.NumFields() != fg.NumFields() {
+			t.Errorf("schema node %s: pqarrow %d fields, ours %d", a.Path(), ag.NumFields(), fg.NumFields())
+			return
+		}
+		for i := range ag.NumFields() {
+			sameNodes(t, ag.Field(i), fg.Field(i))
 		}
 	}
 }

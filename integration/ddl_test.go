@@ -149,7 +149,7 @@ func TestSchemaEvolution(t *testing.T) {
 	exec1(t, conn, `UPDATE items SET n = n + 5000000000 WHERE id <= 5`)
 	// Spark reads the files from before the promotion with its default,
 	// vectorized reader: their INT32 carries no INT(32, signed) annotation
-	// (see iceberg.flatParquetSchema; with it, Iceberg 1.10.1 fails:
+	// (see iceberg.plainInt32; with it, Iceberg 1.10.1 fails:
 	// apache/iceberg#16341).
 	check("int to bigint", `id::text AS id, n::text AS n, v, price::text AS price, note`, "id,n,v,price,note", since)
 
