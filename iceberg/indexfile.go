@@ -10,35 +10,63 @@ import (
 	"io"
 )
 
-// The key index is persisted beside the table's metadata, keyed by the
-// snapshot it reflects, so a restart need not read every data file:
+// The key index is persisted beside the table's metadata, keyed by what it
+// depends on (see indexStamp), so a restart need not read every data file:
 // <table location>/metadata/pg2iceberg-keyindex.bin. A file for another
-// snapshot (a commit since, or a snapshot written by someone else) or a
-// damaged file is ignored and the index is rebuilt from the table.
+// stamp (a commit since, a snapshot written by someone else, a key change)
+// or a damaged file is ignored and the index is rebuilt from the table.
 const indexFileName = "/metadata/pg2iceberg-keyindex.bin"
 
-// Version 2 (written) stores the integer table's runs as runs, then every
-// other key; version 1 (still read) stores every key.
-var (
-	indexMagic   = []byte("PG2IKIX2")
-	indexMagicV1 = []byte("PG2IKIX1")
-)
+// Version 3 starts with the index's stamp, then stores the integer table's
+// runs as runs, then every other key. Files of earlier versions carry only
+// a snapshot id, which a key change leaves as it is: they count as stale.
+var indexMagic = []byte("PG2IKIX3")
 
 func (m *mirror) indexPath() string { return m.tbl.Location() + indexFileName }
+
+// indexStamp encodes what the key index of the table's current state
+// depends on; nil when the table has no snapshot. A key change commits a
+// schema and no snapshot, so the snapshot id alone would let an index of
+// the old key pass:
+//   - the table's UUID (not another table that took this location),
+//   - the current snapshot id,
+//   - the current schema id,
+//   - the key's field IDs, in the order their values are encoded.
+func (m *mirror) indexStamp() []byte {
+	snap := m.tbl.CurrentSnapshot()
+	if snap == nil {
+		return nil
+	}
+	meta := m.tbl.Metadata()
+	id := meta.TableUUID()
+	b := append([]byte(nil), id[:]...)
+	b = binary.BigEndian.AppendUint64(b, uint64(snap.SnapshotID))
+	b = binary.AppendUvarint(b, uint64(meta.CurrentSchema().ID))
+	b = binary.AppendUvarint(b, uint64(len(m.keyCols)))
+	sc := meta.CurrentSchema()
+	for _, i := range m.keyCols {
+		f, ok := sc.FindFieldByName(m.rel.Columns[i].Name)
+		if !ok {
+			return nil
+		}
+		b = binary.AppendUvarint(b, uint64(f.ID))
+	}
+	return b
+}
 
 // saveIndex writes the index for the current snapshot. Call it only when
 // nothing is pending. The file is streamed: its size in memory is not
 // needed on top of the index.
 func (m *mirror) saveIndex() error {
-	snap := m.tbl.CurrentSnapshot()
-	if snap == nil || m.pending != nil || len(m.deletes) > 0 {
+	stamp := m.indexStamp()
+	if stamp == nil || m.pending != nil || len(m.deletes) > 0 {
 		return nil
 	}
 	f, err := m.fs.Create(m.indexPath())
 	if err != nil {
 		return fmt.Errorf("save key index of %s: %w", m.name(), err)
 	}
-	if err := m.writeIndex(f, snap.SnapshotID); err != nil {
+	if err := m.writeIndex(f, stamp); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("save key index of %s: %w", m.name(), err)
 	}
@@ -48,12 +76,13 @@ func (m *mirror) saveIndex() error {
 	return nil
 }
 
-// writeIndex writes the index file's contents, then their CRC-32.
-func (m *mirror) writeIndex(f io.Writer, snapshotID int64) error {
+// writeIndex writes the index file's contents for stamp, then their CRC-32.
+func (m *mirror) writeIndex(f io.Writer, stamp []byte) error {
 	crc := crc32.NewIEEE()
 	w := bufio.NewWriterSize(io.MultiWriter(f, crc), 1<<20)
 	w.Write(indexMagic)
-	w.Write(binary.BigEndian.AppendUint64(nil, uint64(snapshotID)))
+	w.Write(binary.AppendUvarint(nil, uint64(len(stamp))))
+	w.Write(stamp)
 	w.Write(binary.AppendUvarint(nil, uint64(len(m.files))))
 	for _, path := range m.files {
 		w.Write(binary.AppendUvarint(nil, uint64(len(path))))
@@ -87,12 +116,12 @@ func (m *mirror) writeIndex(f io.Writer, snapshotID int64) error {
 	return err
 }
 
-var errStaleIndex = errors.New("key index file is for another snapshot")
+var errStaleIndex = errors.New("key index file is for another snapshot, schema or key")
 
-// loadIndex reads a persisted index for the current snapshot.
+// loadIndex reads a persisted index for the table's current state.
 func (m *mirror) loadIndex() error {
-	snap := m.tbl.CurrentSnapshot()
-	if snap == nil {
+	stamp := m.indexStamp()
+	if stamp == nil {
 		return errStaleIndex
 	}
 	f, err := m.fs.Open(m.indexPath())
@@ -104,7 +133,7 @@ func (m *mirror) loadIndex() error {
 	if err != nil {
 		return err
 	}
-	files, index, err := readIndex(data, snap.SnapshotID)
+	files, index, err := readIndex(data, stamp)
 	if err != nil {
 		return err
 	}
@@ -112,25 +141,24 @@ func (m *mirror) loadIndex() error {
 	return nil
 }
 
-// readIndex reads an index file's contents written for snapshotID.
-func readIndex(data []byte, snapshotID int64) ([]string, *keyIndex, error) {
-	if len(data) < len(indexMagic)+12 {
+// readIndex reads an index file's contents written for stamp.
+func readIndex(data []byte, stamp []byte) ([]string, *keyIndex, error) {
+	if len(data) < len(indexMagic)+4 || !bytes.HasPrefix(data, indexMagic[:len(indexMagic)-1]) {
 		return nil, nil, errors.New("not a key index file")
 	}
-	v1 := bytes.Equal(data[:len(indexMagic)], indexMagicV1)
-	if !v1 && !bytes.Equal(data[:len(indexMagic)], indexMagic) {
-		return nil, nil, errors.New("not a key index file")
+	if !bytes.HasPrefix(data, indexMagic) {
+		return nil, nil, errStaleIndex // an earlier version
 	}
 	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
 	if crc32.ChecksumIEEE(body) != sum {
 		return nil, nil, errors.New("key index file is damaged")
 	}
 	r := bufio.NewReader(bytes.NewReader(body[len(indexMagic):]))
-	var id [8]byte
-	if _, err := io.ReadFull(r, id[:]); err != nil {
+	got, err := readBytes(r)
+	if err != nil {
 		return nil, nil, err
 	}
-	if int64(binary.BigEndian.Uint64(id[:])) != snapshotID {
+	if !bytes.Equal(got, stamp) {
 		return nil, nil, errStaleIndex
 	}
 	nfiles, err := binary.ReadUvarint(r)
@@ -146,8 +174,7 @@ func readIndex(data []byte, snapshotID int64) ([]string, *keyIndex, error) {
 		files = append(files, string(s))
 	}
 	index := newKeyIndex()
-	// Keys of one 8-byte value go in by batches (in a version 1 file they
-	// form runs again there).
+	// Keys of one 8-byte value go in by batches.
 	ints := intBatch{t: index.ints}
 	twice := errors.New("key index file is damaged: a key twice")
 	addInt := func(k uint64, l loc) error {
@@ -156,10 +183,8 @@ func readIndex(data []byte, snapshotID int64) ([]string, *keyIndex, error) {
 		}
 		return nil
 	}
-	if !v1 {
-		if err := readRuns(r, index, nfiles, addInt); err != nil {
-			return nil, nil, err
-		}
+	if err := readRuns(r, index, nfiles, addInt); err != nil {
+		return nil, nil, err
 	}
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
@@ -196,7 +221,7 @@ func readIndex(data []byte, snapshotID int64) ([]string, *keyIndex, error) {
 	return files, index, nil
 }
 
-// readRuns reads a version 2 file's runs into index: long ones as runs,
+// readRuns reads the file's runs into index: long ones as runs,
 // short ones key by key through addInt.
 func readRuns(r *bufio.Reader, index *keyIndex, nfiles uint64, addInt func(uint64, loc) error) error {
 	damaged := errors.New("key index file is damaged")

@@ -3,8 +3,6 @@ package iceberg
 import (
 	"bytes"
 	"encoding/binary"
-	"hash/crc32"
-	"io"
 	"testing"
 )
 
@@ -34,13 +32,16 @@ func TestIndexFileRoundTrip(t *testing.T) {
 	}
 	m := &mirror{files: []string{"a", "b", "c", "d"}, index: x}
 	var buf bytes.Buffer
-	if err := m.writeIndex(&buf, 42); err != nil {
+	stamp := []byte("uuid, snapshot, schema, key")
+	if err := m.writeIndex(&buf, stamp); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := readIndex(buf.Bytes(), 41); err != errStaleIndex {
-		t.Fatalf("read for another snapshot: %v, want errStaleIndex", err)
+	for _, other := range []string{"uuid, snapshot, schema, kez", "uuid, snapshot, schema", ""} {
+		if _, _, err := readIndex(buf.Bytes(), []byte(other)); err != errStaleIndex {
+			t.Fatalf("read for stamp %q: %v, want errStaleIndex", other, err)
+		}
 	}
-	files, y, err := readIndex(buf.Bytes(), 42)
+	files, y, err := readIndex(buf.Bytes(), stamp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,33 +66,16 @@ func TestIndexFileRoundTrip(t *testing.T) {
 		t.Errorf("index file of 3 runs and 3 other keys is %d bytes: runs not written as runs?", buf.Len())
 	}
 
-	// A version 1 file (every key listed) is still read.
-	v1 := crc32.NewIEEE()
-	var old bytes.Buffer
-	w := io.MultiWriter(&old, v1)
-	w.Write(indexMagicV1)
-	w.Write(binary.BigEndian.AppendUint64(nil, 42))
-	w.Write(binary.AppendUvarint(nil, uint64(len(m.files))))
-	for _, p := range m.files {
-		w.Write(append(binary.AppendUvarint(nil, uint64(len(p))), p...))
-	}
-	w.Write(binary.AppendUvarint(nil, uint64(x.len())))
-	for k, l := range x.all() {
-		e := append(binary.AppendUvarint(nil, uint64(len(k))), k...)
-		w.Write(binary.AppendUvarint(binary.AppendUvarint(e, uint64(l.file)), uint64(l.pos)))
-	}
-	old.Write(binary.BigEndian.AppendUint32(nil, v1.Sum32()))
-	_, z, err := readIndex(old.Bytes(), 42)
-	if err != nil {
-		t.Fatalf("version 1 file: %v", err)
-	}
-	if z.len() != x.len() || len(z.ints.runs) < 3 {
-		t.Fatalf("version 1 file: %d keys of %d, %d runs", z.len(), x.len(), len(z.ints.runs))
+	// A file of an earlier version (no stamp) is stale.
+	old := bytes.Clone(buf.Bytes())
+	copy(old, "PG2IKIX2")
+	if _, _, err := readIndex(old, stamp); err != errStaleIndex {
+		t.Fatalf("version 2 file: %v, want errStaleIndex", err)
 	}
 
 	damaged := bytes.Clone(buf.Bytes())
 	damaged[len(damaged)/2] ^= 1
-	if _, _, err := readIndex(damaged, 42); err == nil {
+	if _, _, err := readIndex(damaged, stamp); err == nil {
 		t.Fatal("a damaged file was read")
 	}
 }
