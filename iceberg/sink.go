@@ -149,7 +149,7 @@ func (s *Sink) openMirror(ctx context.Context, rel *decode.Relation) (*mirror, e
 		return nil, err
 	}
 	mid, _ := Identifiers(rel.Schema, rel.Name)
-	t, err := openTable(ctx, s.cat, mid, sc, nil, s.cfg.Source.String())
+	t, err := s.openOwn(ctx, mid, rel, sc, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -161,8 +161,7 @@ func (s *Sink) openMirror(ctx context.Context, rel *decode.Relation) (*mirror, e
 // carry NotNull and TypeName from the catalog.
 func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 	st := &sourceTable{rel: rel}
-	_, cid := Identifiers(rel.Schema, rel.Name)
-	src := s.cfg.Source.String()
+	mid, cid := Identifiers(rel.Schema, rel.Name)
 	if len(rel.KeyColumns()) > 0 {
 		var err error
 		if st.mirror, err = s.openMirror(ctx, rel); err != nil {
@@ -187,6 +186,11 @@ func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 	} else {
 		s.log.Warn("table has no primary key or replica identity index: it gets a changelog only; set REPLICA IDENTITY FULL or add a primary key to mirror it",
 			"table", rel.QualifiedName())
+		// A mirror of another table of this name (dropped since) goes by
+		// its policy all the same.
+		if err := s.claimTable(ctx, mid, rel); err != nil {
+			return err
+		}
 	}
 	if !s.cfg.NoChangelog {
 		sc, err := ChangelogSchema(rel)
@@ -194,7 +198,7 @@ func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 			return err
 		}
 		spec := ChangelogSpec(sc)
-		t, err := openTable(ctx, s.cat, cid, sc, &spec, src)
+		t, err := s.openOwn(ctx, cid, rel, sc, &spec)
 		if err != nil {
 			return err
 		}

@@ -86,7 +86,7 @@ func (t *icebergTable) committedTo(tbl *table.Table) error {
 func (t *icebergTable) name() string { return strings.Join(t.ident, ".") }
 
 // ensureTable loads the table, creating namespace and table when missing.
-func ensureTable(ctx context.Context, cat catalog.Catalog, ident table.Identifier, sc *icego.Schema, spec *icego.PartitionSpec) (*table.Table, error) {
+func ensureTable(ctx context.Context, cat catalog.Catalog, ident table.Identifier, sc *icego.Schema, spec *icego.PartitionSpec, extra icego.Properties) (*table.Table, error) {
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err == nil {
 		return tbl, nil
@@ -100,6 +100,7 @@ func ensureTable(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 	}
 	props := maps.Clone(tableProps)
 	maps.Copy(props, tiering.DefaultRetention)
+	maps.Copy(props, extra)
 	opts := []catalog.CreateTableOpt{catalog.WithProperties(props)}
 	if spec != nil {
 		opts = append(opts, catalog.WithPartitionSpec(spec))
@@ -148,8 +149,10 @@ func locationTaken(ctx context.Context, tbl *table.Table) bool {
 	return true
 }
 
-func openTable(ctx context.Context, cat catalog.Catalog, ident table.Identifier, sc *icego.Schema, spec *icego.PartitionSpec, source string) (*icebergTable, error) {
-	tbl, err := ensureTable(ctx, cat, ident, sc, spec)
+// openTable loads the table, creating it (with the extra properties, may
+// be nil) when missing, and reads its watermark.
+func openTable(ctx context.Context, cat catalog.Catalog, ident table.Identifier, sc *icego.Schema, spec *icego.PartitionSpec, source string, extra icego.Properties) (*icebergTable, error) {
+	tbl, err := ensureTable(ctx, cat, ident, sc, spec, extra)
 	if err != nil {
 		return nil, err
 	}
