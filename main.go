@@ -311,7 +311,7 @@ func runCmd(c *cli.Context) error {
 				if err != nil {
 					return err
 				}
-				if len(full.KeyColumns()) == 0 {
+				if !full.HasKey() {
 					log.Warn("table had a key for a while but has none now: no mirror", "table", full.QualifiedName())
 					return nil
 				}
@@ -336,15 +336,21 @@ func runCmd(c *cli.Context) error {
 					AND NOT attisdropped AND (atthasmissing OR atthasdef)`, relID, cols.Added).Scan(&withDefault); err != nil {
 					return fmt.Errorf("check defaults of added columns: %w", err)
 				}
-				if withDefault == 0 && len(cols.Retyped) == 0 {
+				// A column dropped from a mirror kept by the whole row changed
+				// every row's key: copy it again to index the rows anew.
+				if withDefault == 0 && len(cols.Retyped) == 0 && len(cols.Dropped) == 0 {
 					return sink.ClearRecopy(ctx, relID)
 				}
 				full, err := replication.LookupTable(ctx, conn, pub, relID, overrides)
 				if err != nil {
 					return err
 				}
-				log.Info("column added with a default or retyped: copying the table again so existing rows show their values", "table", full.QualifiedName(), "added", cols.Added, "retyped", cols.Retyped)
-				reason := fmt.Sprintf("added %v, retyped %v", cols.Added, cols.Retyped)
+				if len(cols.Dropped) > 0 {
+					log.Info("column dropped from a mirror kept by the whole row: copying the table again to index its rows by their new values", "table", full.QualifiedName(), "dropped", cols.Dropped)
+				} else {
+					log.Info("column added with a default or retyped: copying the table again so existing rows show their values", "table", full.QualifiedName(), "added", cols.Added, "retyped", cols.Retyped)
+				}
+				reason := fmt.Sprintf("added %v, retyped %v, dropped %v", cols.Added, cols.Retyped, cols.Dropped)
 				if err := sink.MarkRecopy(ctx, relID, reason); err != nil {
 					return err
 				}
@@ -595,8 +601,8 @@ func statusCmd(c *cli.Context) error {
 	var lines []string
 	for _, rel := range rels {
 		mid, cid := iceberg.Identifiers(rel.Schema, rel.Name)
-		if len(rel.KeyColumns()) == 0 {
-			lines = append(lines, fmt.Sprintf("%-40s no mirror: the table has no primary key or replica identity", strings.Join(mid, ".")))
+		if !rel.HasKey() {
+			lines = append(lines, fmt.Sprintf("%-40s no mirror: the table has no key to keep one by", strings.Join(mid, ".")))
 			mid = nil
 		}
 		for _, ident := range [][]string{mid, cid} {

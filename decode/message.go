@@ -74,6 +74,13 @@ type Relation struct {
 	// ColumnList: the publication publishes a column list of the table, so
 	// a column added later is published only once the list names it.
 	ColumnList bool
+	// WholeRow, from the catalog: the mirror is kept by the whole row
+	// (REPLICA IDENTITY FULL with no primary key, or a deferrable one, to
+	// key it by). No column is Key; rows may repeat and hold NULLs.
+	WholeRow bool
+	// KeyNote, from the catalog: what limits the table's key, and what to
+	// run about it ("" when nothing does). Logged as a warning at start.
+	KeyNote string
 }
 
 // NewColumns are the columns schema evolution gave a table in one step:
@@ -82,10 +89,20 @@ type Relation struct {
 type NewColumns struct {
 	Added   []string // added columns
 	Retyped []string // columns retyped under the new-column policy
+	// Dropped columns of a mirror kept by the whole row: every row's key
+	// changed, so the mirror is copied again.
+	Dropped []string
 }
 
 // QualifiedName is schema.name.
 func (r *Relation) QualifiedName() string { return r.Schema + "." + r.Name }
+
+// QuotedName is schema.name with both quoted, for SQL.
+func (r *Relation) QuotedName() string { return QuoteIdent(r.Schema) + "." + QuoteIdent(r.Name) }
+
+// HasKey reports whether the table has a key its mirror is kept by: key
+// columns, or the whole row.
+func (r *Relation) HasKey() bool { return r.WholeRow || len(r.KeyColumns()) > 0 }
 
 // KeyColumns returns the indexes of the replica identity columns.
 func (r *Relation) KeyColumns() []int {

@@ -98,7 +98,9 @@ func (s *Sink) BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN, sizeH
 	s.copyMu.Unlock()
 	if _, complete := m.tbl.Properties()[PropCopyLSN]; !complete {
 		run.chunked = true
-		if p, ok := readCopyProgress(m.tbl); ok && resumeFrom != 0 && p.LSN >= resumeFrom && len(p.Done) > 0 {
+		// A resumed copy's rows replace live rows of their key: where rows
+		// may repeat that would be wrong, and the copy starts over.
+		if p, ok := readCopyProgress(m.tbl); ok && resumeFrom != 0 && p.LSN >= resumeFrom && len(p.Done) > 0 && !m.rel.WholeRow {
 			run.progress, run.upsert = p, true
 			s.log.Info("copy resumed: chunks committed before the restart are kept", "table", m.name(),
 				"chunks_done", len(p.Done), "rows", m.index.len(), "first_copied_at", p.LSN)
@@ -109,7 +111,7 @@ func (s *Sink) BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN, sizeH
 		s.log.Warn("mirror already holds rows: the new copy replaces them", "table", m.name(), "rows", m.index.len())
 		m.truncate()
 	}
-	if len(m.keyType) == 1 && isEightByteKey(m.keyType[0]) {
+	if len(m.keyType) == 1 && isEightByteKey(m.keyType[0]) && !m.rel.WholeRow {
 		m.index.reserveInts(int(sizeHint))
 	}
 	return CopyResume{}, nil

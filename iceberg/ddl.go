@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/mapping"
 )
 
 // PropAttNums maps the source table's column attnums to column names as of
@@ -24,11 +25,15 @@ const PropAttNums = "pg2iceberg.attnums"
 
 // DDLEvent is the message the DDL capture emits (see replication.SetupSQL).
 type DDLEvent struct {
-	RelID   uint32 `json:"relid"`
-	Tag     string `json:"tag"`
-	Schema  string `json:"schema"`
-	Table   string `json:"table"`
-	Columns []struct {
+	RelID  uint32 `json:"relid"`
+	Tag    string `json:"tag"`
+	Schema string `json:"schema"`
+	Table  string `json:"table"`
+	// WholeRow: the mirror is kept by the whole row (REPLICA IDENTITY FULL
+	// without a primary key that is not deferrable); nil from older
+	// triggers.
+	WholeRow *bool `json:"whole_row"`
+	Columns  []struct {
 		AttNum  int    `json:"attnum"`
 		Name    string `json:"name"`
 		TypeOID uint32 `json:"type_oid"`
@@ -72,7 +77,7 @@ func (s *Sink) TakeKeyGained() []uint32 {
 // has a key (rel, from the catalog). The caller copies the table into it.
 func (s *Sink) AddMirror(ctx context.Context, rel *decode.Relation) error {
 	st, ok := s.tables[rel.ID]
-	if !ok || st.mirror != nil || len(rel.KeyColumns()) == 0 {
+	if !ok || st.mirror != nil || !rel.HasKey() {
 		return nil
 	}
 	m, err := s.openMirror(ctx, rel)
@@ -151,24 +156,23 @@ func (s *Sink) DDL(ctx context.Context, content []byte) error {
 			st.rel.Columns[i].Name = to
 		}
 	}
-	// A key from an index (primary key or replica identity index) that is
-	// not the mirror's: re-key. No index key (REPLICA IDENTITY FULL keys on
-	// every column) is left as it is.
-	if keys, ok := ev.keyNames(); ok && len(keys) > 0 && st.mirror == nil {
+	// A key from an index (primary key or replica identity index), or the
+	// whole row, that is not the mirror's: re-key. No key at all is left as
+	// it is.
+	keys, ok := ev.keyNames()
+	wholeRow := ok && len(keys) == 0 && ev.WholeRow != nil && *ev.WholeRow && s.wholeRowComparable(st.rel)
+	if (len(keys) > 0 || wholeRow) && st.mirror == nil {
 		// A table without a key has a changelog only. Its mirror is made
 		// and the table copied after the commit (TakeKeyGained); a start
 		// that finds the key does the same.
-		s.log.Info("table has a key now (primary key or replica identity index): its mirror is created and the table copied after this transaction",
-			"table", st.rel.QualifiedName(), "key", keys)
+		s.log.Info("table has a key now (primary key, replica identity index or whole row): its mirror is created and the table copied after this transaction",
+			"table", st.rel.QualifiedName(), "key", keyText(keys))
 		s.keyGained = append(s.keyGained, ev.RelID)
 	}
-	if keys, ok := ev.keyNames(); ok && len(keys) > 0 && st.mirror != nil {
-		cur := keyNames(st.rel)
-		if !slices.Equal(keys, cur) {
-			// Applied when the transaction commits: its rows up to then
-			// are applied with the old key.
-			s.keyChanges[ev.RelID] = keys
-		}
+	if st.mirror != nil && (len(keys) > 0 && !slices.Equal(keys, keyNames(st.rel)) || wholeRow && !st.rel.WholeRow) {
+		// Applied when the transaction commits: its rows up to then are
+		// applied with the old key. nil: the whole row.
+		s.keyChanges[ev.RelID] = keys
 	}
 	// Drops, retypes and adds apply now, as a relation message would. A new
 	// column is published unless it is generated or the publication has a
@@ -311,8 +315,20 @@ func (ev *DDLEvent) keyNames() ([]string, bool) {
 	return out, true
 }
 
+// wholeRowComparable reports whether every column of rel can be part of a
+// whole-row key (see mapping.WholeRowProblem).
+func (s *Sink) wholeRowComparable(rel *decode.Relation) bool {
+	for _, c := range rel.Columns {
+		if why := mapping.WholeRowProblem(rel.QualifiedName(), c.Mapping()); why != "" {
+			s.log.Warn("table cannot be kept by the whole row: its mirror keeps its key", "table", rel.QualifiedName(), "reason", why)
+			return false
+		}
+	}
+	return true
+}
+
 // applyKeyChanges re-keys the mirrors whose key the committed transaction
-// changed (after a flush, see changeKey).
+// changed (after a flush, see changeKey); a nil key is the whole row.
 func (s *Sink) applyKeyChanges(ctx context.Context) error {
 	changes := s.keyChanges
 	s.keyChanges = make(map[uint32][]string)
@@ -326,6 +342,7 @@ func (s *Sink) applyKeyChanges(ctx context.Context) error {
 		for i := range rel.Columns {
 			rel.Columns[i].Key = slices.Contains(keys, rel.Columns[i].Name)
 		}
+		rel.WholeRow, rel.KeyNote = keys == nil, ""
 		if err := s.changeKey(ctx, st.mirror, &rel, s.tx.commitLSN); err != nil {
 			return err
 		}

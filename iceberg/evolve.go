@@ -237,16 +237,23 @@ func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changel
 		// the schema's own commit means a crash before that decision
 		// copies the table again at the next start instead of leaving
 		// its rows without those values.
-		var added, retyped []string
+		// A column dropped from a mirror kept by the whole row changed
+		// every row's key: that mirror is copied again.
+		var added, retyped, dropped []string
 		for _, u := range updates {
-			switch u.Kind {
-			case evolution.Add:
+			switch {
+			case u.Kind == evolution.Add:
 				added = append(added, u.Name)
-			case evolution.Retype:
+			case u.Kind == evolution.Retype:
 				retyped = append(retyped, u.Name)
+			case u.Kind == evolution.Drop && rel.WholeRow:
+				dropped = append(dropped, u.Name)
 			}
 		}
-		if len(added)+len(retyped) > 0 {
+		switch {
+		case len(dropped) > 0:
+			props[PropRecopy] = fmt.Sprintf("added %v, retyped %v, dropped %v from a mirror kept by the whole row", added, retyped, dropped)
+		case len(added)+len(retyped) > 0:
 			props[PropRecopy] = fmt.Sprintf("to check: added %v, retyped %v", added, retyped)
 		}
 	}

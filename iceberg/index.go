@@ -40,19 +40,10 @@ func (m *mirror) rebuildIndex(ctx context.Context) error {
 			}
 		}
 	}
-	keyIDs := make([]int, len(m.keyCols))
-	sc := m.tbl.Schema()
-	for j, i := range m.keyCols {
-		f, ok := sc.FindFieldByName(m.rel.Columns[i].Name)
-		if !ok {
-			return fmt.Errorf("%s: key column %s missing", m.name(), m.rel.Columns[i].Name)
-		}
-		keyIDs[j] = f.ID
-	}
 	for _, task := range tasks {
 		id := int32(len(m.files))
 		m.files = append(m.files, task.File.FilePath())
-		if err := m.readKeys(ctx, task.File, id, keyIDs, deleted[task.File.FilePath()]); err != nil {
+		if err := m.readKeys(ctx, task.File, id, m.keyIDs, deleted[task.File.FilePath()]); err != nil {
 			return err
 		}
 	}
@@ -123,6 +114,9 @@ func (m *mirror) readKeys(ctx context.Context, df icego.DataFile, id int32, keyI
 		return err
 	}
 	defer done()
+	if m.rel.WholeRow {
+		keyIDs = presentFields(r, keyIDs)
+	}
 	cols, err := columnsByFieldID(r, keyIDs)
 	if err != nil {
 		return fmt.Errorf("data file %s: %w", df.FilePath(), err)
@@ -153,12 +147,9 @@ func (m *mirror) readKeys(ctx context.Context, df icego.DataFile, id int32, keyI
 			if deleted[pos] {
 				continue
 			}
-			b = b[:0]
-			for c := 0; c < int(rec.NumCols()); c++ {
-				var err error
-				if b, err = appendKeyFromArray(b, rec.Column(c), i); err != nil {
-					return fmt.Errorf("data file %s row %d: %w", df.FilePath(), pos, err)
-				}
+			var err error
+			if b, err = m.appendRecordKey(b[:0], rec, keyIDs, i); err != nil {
+				return fmt.Errorf("data file %s row %d: %w", df.FilePath(), pos, err)
 			}
 			l := loc{file: id, pos: pos}
 			if v, ok := intKey(b); ok {
@@ -168,7 +159,7 @@ func (m *mirror) readKeys(ctx context.Context, df icego.DataFile, id int32, keyI
 				continue
 			}
 			k := string(b)
-			if prev, dup := m.index.get(k); dup {
+			if prev, dup := m.index.get(k); dup && !m.rel.WholeRow {
 				return fmt.Errorf("%s: key appears live twice (%s row %d and %s row %d): the table was changed by another writer", m.name(), m.files[prev.file], prev.pos, df.FilePath(), pos)
 			}
 			m.index.set(k, l)

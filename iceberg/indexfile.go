@@ -31,7 +31,8 @@ func (m *mirror) indexPath() string { return m.tbl.Location() + indexFileName }
 //   - the table's UUID (not another table that took this location),
 //   - the current snapshot id,
 //   - the current schema id,
-//   - the key's field IDs, in the order their values are encoded.
+//   - the key's field IDs, in the order their values are encoded, and
+//     whether the key is the whole row (whose rows may repeat).
 func (m *mirror) indexStamp() []byte {
 	snap := m.tbl.CurrentSnapshot()
 	if snap == nil {
@@ -42,16 +43,14 @@ func (m *mirror) indexStamp() []byte {
 	b := append([]byte(nil), id[:]...)
 	b = binary.BigEndian.AppendUint64(b, uint64(snap.SnapshotID))
 	b = binary.AppendUvarint(b, uint64(meta.CurrentSchema().ID))
-	b = binary.AppendUvarint(b, uint64(len(m.keyCols)))
-	sc := meta.CurrentSchema()
-	for _, i := range m.keyCols {
-		f, ok := sc.FindFieldByName(m.rel.Columns[i].Name)
-		if !ok {
-			return nil
-		}
-		b = binary.AppendUvarint(b, uint64(f.ID))
+	b = binary.AppendUvarint(b, uint64(len(m.keyIDs)))
+	for _, id := range m.keyIDs {
+		b = binary.AppendUvarint(b, uint64(id))
 	}
-	return b
+	if m.rel.WholeRow {
+		return append(b, 1)
+	}
+	return append(b, 0)
 }
 
 // saveIndex writes the index for the current snapshot. Call it only when
@@ -133,7 +132,7 @@ func (m *mirror) loadIndex() error {
 	if err != nil {
 		return err
 	}
-	files, index, err := readIndex(data, stamp)
+	files, index, err := readIndex(data, stamp, m.rel.WholeRow)
 	if err != nil {
 		return err
 	}
@@ -141,8 +140,9 @@ func (m *mirror) loadIndex() error {
 	return nil
 }
 
-// readIndex reads an index file's contents written for stamp.
-func readIndex(data []byte, stamp []byte) ([]string, *keyIndex, error) {
+// readIndex reads an index file's contents written for stamp, into an
+// index whose rows may repeat or not.
+func readIndex(data []byte, stamp []byte, repeats bool) ([]string, *keyIndex, error) {
 	if len(data) < len(indexMagic)+4 || !bytes.HasPrefix(data, indexMagic[:len(indexMagic)-1]) {
 		return nil, nil, errors.New("not a key index file")
 	}
@@ -174,6 +174,7 @@ func readIndex(data []byte, stamp []byte) ([]string, *keyIndex, error) {
 		files = append(files, string(s))
 	}
 	index := newKeyIndex()
+	index.setRepeats(repeats)
 	// Keys of one 8-byte value go in by batches.
 	ints := intBatch{t: index.ints}
 	twice := errors.New("key index file is damaged: a key twice")

@@ -37,11 +37,11 @@ func TestIndexFileRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, other := range []string{"uuid, snapshot, schema, kez", "uuid, snapshot, schema", ""} {
-		if _, _, err := readIndex(buf.Bytes(), []byte(other)); err != errStaleIndex {
+		if _, _, err := readIndex(buf.Bytes(), []byte(other), false); err != errStaleIndex {
 			t.Fatalf("read for stamp %q: %v, want errStaleIndex", other, err)
 		}
 	}
-	files, y, err := readIndex(buf.Bytes(), stamp)
+	files, y, err := readIndex(buf.Bytes(), stamp, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,13 +69,13 @@ func TestIndexFileRoundTrip(t *testing.T) {
 	// A file of an earlier version (no stamp) is stale.
 	old := bytes.Clone(buf.Bytes())
 	copy(old, "PG2IKIX2")
-	if _, _, err := readIndex(old, stamp); err != errStaleIndex {
+	if _, _, err := readIndex(old, stamp, false); err != errStaleIndex {
 		t.Fatalf("version 2 file: %v, want errStaleIndex", err)
 	}
 
 	damaged := bytes.Clone(buf.Bytes())
 	damaged[len(damaged)/2] ^= 1
-	if _, _, err := readIndex(damaged, stamp); err == nil {
+	if _, _, err := readIndex(damaged, stamp, false); err == nil {
 		t.Fatal("a damaged file was read")
 	}
 }

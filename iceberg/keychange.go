@@ -37,22 +37,33 @@ func identifierNames(sc *icego.Schema) []string {
 	return out
 }
 
-// sameKey reports whether the mirror is keyed by rel's key columns.
+// sameKey reports whether the mirror is keyed by rel's key columns. A
+// mirror kept by the whole row has no identifier fields (its rows may
+// repeat); one written before it was kept so has every column as one, and
+// is re-keyed.
 func sameKey(m *mirror, rel *decode.Relation) bool {
 	want := keyNames(rel)
 	slices.Sort(want)
 	return slices.Equal(identifierNames(m.tbl.Schema()), want)
 }
 
+// keyText names a key for the log: its columns, or "whole row" for none.
+func keyText(names []string) string {
+	if len(names) == 0 {
+		return "whole row"
+	}
+	return strings.Join(names, ",")
+}
+
 // changeKey re-keys a mirror on rel's key columns (a primary key or replica
 // identity change): the identifier fields become those columns (required;
-// columns that leave the key become optional), the writers rebind, and the
-// key index is rebuilt from the table. The mirror must have nothing
-// pending: callers flush first.
+// columns that leave the key become optional; none for a whole-row key),
+// the writers rebind, and the key index is rebuilt from the table. The
+// mirror must have nothing pending: callers flush first.
 func (s *Sink) changeKey(ctx context.Context, m *mirror, rel *decode.Relation, lsn decode.LSN) error {
 	from := identifierNames(m.tbl.Schema())
 	to := keyNames(rel)
-	if len(to) == 0 {
+	if len(to) == 0 && !rel.WholeRow {
 		return fmt.Errorf("%s: the table has no primary key or replica identity any more, so its mirror cannot be kept by key: add a primary key, or run ALTER TABLE %s REPLICA IDENTITY FULL", m.name(), rel.QualifiedName())
 	}
 	txn := m.tbl.NewTransaction()
@@ -91,7 +102,7 @@ func (s *Sink) changeKey(ctx context.Context, m *mirror, rel *decode.Relation, l
 	if err := m.rebuildIndex(ctx); err != nil {
 		return err
 	}
-	s.log.Info("key changed: key index rebuilt", "table", m.name(), "from", strings.Join(from, ","), "to", strings.Join(to, ","),
+	s.log.Info("key changed: key index rebuilt", "table", m.name(), "from", keyText(from), "to", keyText(to),
 		"rows", m.index.len(), "elapsed", time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -16,14 +16,35 @@ import (
 //
 // The three maps partition the key bytes, so every key has exactly one
 // place whatever the table's key types.
+//
+// The index of a mirror kept by the whole row (see rowKeyLen) holds a key
+// once per live row of it: more holds the rows beyond the first. Such keys
+// are short keys, so only the short map's paths look at more.
 type keyIndex struct {
-	ints  *intTable           // the value of a 9-byte key 0x08 v
-	short map[[16]byte]uint64 // key bytes, then the length in the last byte
-	long  map[string]uint64
+	ints    *intTable           // the value of a 9-byte key 0x08 v
+	short   map[[16]byte]uint64 // key bytes, then the length in the last byte
+	long    map[string]uint64
+	repeats bool                  // a key may be live more than once
+	more    map[[16]byte][]uint64 // nil unless rows may repeat: further rows of a short key
+	nmore   int                   // locations in more
 }
 
 func newKeyIndex() *keyIndex {
 	return &keyIndex{ints: newIntTable(), short: make(map[[16]byte]uint64), long: make(map[string]uint64)}
+}
+
+// setRepeats says whether a key may be live more than once. In an index
+// whose rows may repeat, set adds a row to its key's rows, and get and del
+// look at (and remove) the last one added. Rows a key has beyond its first
+// stay until they are deleted or the index is cleared.
+func (x *keyIndex) setRepeats(on bool) {
+	x.repeats = on
+	switch {
+	case on && x.more == nil:
+		x.more = make(map[[16]byte][]uint64)
+	case !on && x.nmore == 0:
+		x.more = nil
+	}
 }
 
 // loc packing: 24 bits of file id, 40 bits of position (a trillion rows).
@@ -60,6 +81,11 @@ func (x *keyIndex) get(k string) (loc, bool) {
 		return unpackLoc(l), found
 	}
 	if a, ok := shortKey(k); ok {
+		if x.more != nil {
+			if vs := x.more[a]; len(vs) > 0 {
+				return unpackLoc(vs[len(vs)-1]), true
+			}
+		}
 		v, found := x.short[a]
 		return unpackLoc(v), found
 	}
@@ -67,16 +93,29 @@ func (x *keyIndex) get(k string) (loc, bool) {
 	return unpackLoc(v), found
 }
 
+// set records key k's row at l: the key's only row, or in an index whose
+// rows may repeat one more row of it.
 func (x *keyIndex) set(k string, l loc) {
 	if v, ok := intKey(k); ok {
 		x.ints.put(v, packLoc(l))
 		return
 	}
 	if a, ok := shortKey(k); ok {
-		x.short[a] = packLoc(l)
+		x.setShort(a, packLoc(l))
 		return
 	}
 	x.long[k] = packLoc(l)
+}
+
+func (x *keyIndex) setShort(a [16]byte, v uint64) {
+	if x.repeats {
+		if _, live := x.short[a]; live {
+			x.more[a] = append(x.more[a], v)
+			x.nmore++
+			return
+		}
+	}
+	x.short[a] = v
 }
 
 // add indexes a key expected to be new, with one map operation. It reports
@@ -87,6 +126,10 @@ func (x *keyIndex) add(k []byte, l loc) bool {
 		return x.ints.put(v, packLoc(l))
 	}
 	if a, ok := shortKey(k); ok {
+		if x.repeats { // a key seen again is one more row of it
+			x.setShort(a, packLoc(l))
+			return true
+		}
 		n := len(x.short)
 		x.short[a] = packLoc(l)
 		return len(x.short) > n
@@ -131,18 +174,41 @@ func delKey[K string | []byte](x *keyIndex, k K) {
 		return
 	}
 	if a, ok := shortKey(k); ok {
+		if x.more != nil && x.dropMore(a) {
+			return
+		}
 		delete(x.short, a)
 		return
 	}
 	delete(x.long, string(k))
 }
 
-func (x *keyIndex) len() int { return x.ints.len() + len(x.short) + len(x.long) }
+// dropMore removes the last further row of a, if it has one.
+func (x *keyIndex) dropMore(a [16]byte) bool {
+	vs := x.more[a]
+	if len(vs) == 0 {
+		return false
+	}
+	if vs = vs[:len(vs)-1]; len(vs) == 0 {
+		delete(x.more, a)
+	} else {
+		x.more[a] = vs
+	}
+	x.nmore--
+	return true
+}
+
+func (x *keyIndex) len() int { return x.ints.len() + len(x.short) + len(x.long) + x.nmore }
 
 func (x *keyIndex) clear() {
 	x.ints.clear()
 	clear(x.short)
 	clear(x.long)
+	clear(x.more)
+	x.nmore = 0
+	if !x.repeats {
+		x.more = nil
+	}
 }
 
 // reserveInts sizes an empty index for n keys of one 8-byte value, so that
@@ -164,7 +230,7 @@ func (x *keyIndex) all() iter.Seq2[[]byte, loc] { return x.with(x.ints.all()) }
 func (x *keyIndex) allButRuns() iter.Seq2[[]byte, loc] { return x.with(x.ints.allButRuns()) }
 
 // with yields the keys of ints (values of 8-byte keys), then the short
-// and the long keys.
+// and the long keys, then the further rows of keys that repeat.
 func (x *keyIndex) with(ints iter.Seq2[uint64, uint64]) iter.Seq2[[]byte, loc] {
 	return func(yield func([]byte, loc) bool) {
 		var b [16]byte
@@ -184,6 +250,14 @@ func (x *keyIndex) with(ints iter.Seq2[uint64, uint64]) iter.Seq2[[]byte, loc] {
 		for k, v := range x.long {
 			if !yield([]byte(k), unpackLoc(v)) {
 				return
+			}
+		}
+		for a, vs := range x.more {
+			b = a
+			for _, v := range vs {
+				if !yield(b[:a[15]], unpackLoc(v)) {
+					return
+				}
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package iceberg
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,8 +25,9 @@ type mirror struct {
 	rel     *decode.Relation
 	colIdx  []int // relation column → top-level field of the table schema (-1: none)
 	unbound []int // fields no relation column fills: written as NULL
-	keyCols []int // relation columns of the key
+	keyCols []int // relation columns of the key (every bound one for a whole-row key)
 	keyType []arrow.DataType
+	keyIDs  []int // field IDs of the key columns
 
 	index *keyIndex // key → live row; includes rows of the pending file
 	files []string  // file id → path
@@ -74,16 +76,18 @@ func (m *mirror) bind() error {
 	if err := m.lenientBind(err); err != nil {
 		return err
 	}
-	m.keyCols, m.keyType = nil, nil
+	m.keyCols, m.keyType, m.keyIDs = nil, nil, nil
 	for i, c := range m.rel.Columns {
-		if c.Key && m.colIdx[i] >= 0 {
+		if (c.Key || m.rel.WholeRow) && m.colIdx[i] >= 0 {
 			m.keyCols = append(m.keyCols, i)
 			m.keyType = append(m.keyType, asc.Field(m.colIdx[i]).Type)
+			m.keyIDs = append(m.keyIDs, sc.Fields()[m.colIdx[i]].ID)
 		}
 	}
 	if len(m.keyCols) == 0 {
 		return fmt.Errorf("%s: no key columns", m.name())
 	}
+	m.index.setRepeats(m.rel.WholeRow)
 	return nil
 }
 
@@ -99,10 +103,18 @@ func (m *mirror) key(t decode.Tuple) (string, error) {
 
 // appendKey appends the key of a tuple to b (safe for concurrent use).
 // Values come in text form, or in binary form from a binary copy (see
-// appendKeyFromBinary).
+// appendKeyFromBinary). A whole-row key is the digest of every value
+// that is not NULL, each after its field ID (see sealRowKey).
 func (m *mirror) appendKey(b []byte, t decode.Tuple) ([]byte, error) {
+	start := len(b)
 	for j, i := range m.keyCols {
 		d, c := t[i], &m.rel.Columns[i]
+		if m.rel.WholeRow {
+			if d.Kind == decode.Null {
+				continue
+			}
+			b = binary.AppendUvarint(b, uint64(m.keyIDs[j]))
+		}
 		var err error
 		switch d.Kind {
 		case decode.Text:
@@ -115,6 +127,9 @@ func (m *mirror) appendKey(b []byte, t decode.Tuple) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: column %s: %w", m.name(), c.Name, err)
 		}
+	}
+	if m.rel.WholeRow {
+		b = sealRowKey(b, start)
 	}
 	return b, nil
 }
@@ -171,7 +186,9 @@ func (m *mirror) insert(b *batch, idx rowIndex, row decode.Tuple, k string) erro
 	if err := m.appendRow(b.pending, row); err != nil {
 		return err
 	}
-	m.deleteKey(b, idx, k) // an insert over a live key replaces it (replays, copy overlap)
+	if !m.rel.WholeRow { // where rows repeat, an insert adds one
+		m.deleteKey(b, idx, k) // an insert over a live key replaces it (replays, copy overlap)
+	}
 	idx.set(k, loc{file: b.pendingID, pos: b.pending.rows})
 	return b.pending.rowDone()
 }

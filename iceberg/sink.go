@@ -100,7 +100,7 @@ type Sink struct {
 
 	added      map[uint32]decode.NewColumns // columns added or retyped by evolution, see TakeAdded
 	dropped    []uint32                     // tables the open transaction drops, see applyDrops
-	keyChanges map[uint32][]string          // new keys the open transaction gives tables, see applyKeyChanges
+	keyChanges map[uint32][]string          // new keys the open transaction gives tables (nil: the whole row), see applyKeyChanges
 	keyGained  []uint32                     // tables without a mirror given a key, see TakeKeyGained
 
 	copyMu  sync.Mutex               // guards copying and runs
@@ -162,7 +162,10 @@ func (s *Sink) openMirror(ctx context.Context, rel *decode.Relation) (*mirror, e
 func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 	st := &sourceTable{rel: rel}
 	mid, cid := Identifiers(rel.Schema, rel.Name)
-	if len(rel.KeyColumns()) > 0 {
+	if rel.HasKey() {
+		if rel.KeyNote != "" {
+			s.log.Warn("table key", "table", rel.QualifiedName(), "note", rel.KeyNote)
+		}
 		var err error
 		if st.mirror, err = s.openMirror(ctx, rel); err != nil {
 			return err
@@ -184,8 +187,11 @@ func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 			s.log.Info("key index rebuilt", "table", rel.QualifiedName(), "rows", st.mirror.index.len(), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
 		}
 	} else {
-		s.log.Warn("table has no primary key or replica identity index: it gets a changelog only; set REPLICA IDENTITY FULL or add a primary key to mirror it",
-			"table", rel.QualifiedName())
+		fix := rel.KeyNote
+		if fix == "" {
+			fix = "add a primary key, or run ALTER TABLE " + rel.QuotedName() + " REPLICA IDENTITY FULL (the mirror is then kept by the whole row)"
+		}
+		s.log.Warn("table has no key to keep a mirror by: it gets a changelog only", "table", rel.QualifiedName(), "fix", fix)
 		// A mirror of another table of this name (dropped since) goes by
 		// its policy all the same.
 		if err := s.claimTable(ctx, mid, rel); err != nil {
@@ -269,7 +275,7 @@ func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 			}
 		}
 	}
-	rel.RowFilter, rel.ColumnList = st.rel.RowFilter, st.rel.ColumnList
+	rel.RowFilter, rel.ColumnList, rel.WholeRow, rel.KeyNote = st.rel.RowFilter, st.rel.ColumnList, st.rel.WholeRow, st.rel.KeyNote
 	evolve := func(t *icebergTable, changelog bool, closeFiles func() error) error {
 		if !s.txOpen || s.skip(t) || s.tx.commitLSN < schemaLSN(t.tbl) {
 			return nil // a replay from before the table's last schema change
@@ -291,11 +297,13 @@ func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 				continue
 			}
 			nc := s.added[rel.ID]
-			switch u.Kind {
-			case evolution.Add:
+			switch {
+			case u.Kind == evolution.Add:
 				nc.Added = append(nc.Added, u.Name)
-			case evolution.Retype:
+			case u.Kind == evolution.Retype:
 				nc.Retyped = append(nc.Retyped, u.Name)
+			case u.Kind == evolution.Drop && rel.WholeRow:
+				nc.Dropped = append(nc.Dropped, u.Name)
 			}
 			s.added[rel.ID] = nc
 		}

@@ -128,6 +128,10 @@ func (s *Sink) specChange(sp *speculation, c *decode.Change) error {
 			return fmt.Errorf("change for unknown table %s", c.Rel.QualifiedName())
 		}
 		if t = sp.tables[st]; t == nil {
+			if st.mirror != nil && st.rel.WholeRow {
+				// Its overlay would hide all rows of a key but the last.
+				return fmt.Errorf("%s is kept by the whole row: %w", c.Rel.QualifiedName(), errSpecUnsupported)
+			}
 			t = &specTable{}
 			if st.mirror != nil {
 				t.idx = &overlayIndex{base: st.mirror.index, over: newKeyIndex()}

@@ -265,3 +265,25 @@ func roundRat(v *big.Rat, scale int) string {
 	}
 	return s
 }
+
+// WholeRowProblem says why column c cannot be compared as part of a
+// whole-row key (a mirror kept by every column, see decode.Relation), or
+// "" when it can: its Iceberg type must be a single value, and no rule may
+// round or shift the values the source sends. A column a rule excludes is
+// not part of the key.
+func WholeRowProblem(table string, c Column) string {
+	if c.Override.Excluded() {
+		return ""
+	}
+	t, err := For(table, c)
+	if err != nil {
+		return err.Error()
+	}
+	if _, ok := t.(iceberg.PrimitiveType); !ok {
+		return fmt.Sprintf("column %s (%s) is not a single value", c.Name, c.TypeName)
+	}
+	if c.Override.LossyAllowed() || c.Override.Location() != nil {
+		return fmt.Sprintf("the rule for column %s changes its values", c.Name)
+	}
+	return ""
+}

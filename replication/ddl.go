@@ -32,16 +32,24 @@ BEGIN
       'tag', r.command_tag,
       'schema', (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = r.objid),
       'table', (SELECT c.relname FROM pg_class c WHERE c.oid = r.objid),
+      -- REPLICA IDENTITY FULL without a primary key that is not deferrable:
+      -- the mirror is kept by the whole row
+      'whole_row', (SELECT c.relreplident = 'f' AND NOT EXISTS (SELECT 1 FROM pg_index i
+                      WHERE i.indrelid = c.oid AND i.indisprimary AND i.indimmediate)
+                    FROM pg_class c WHERE c.oid = r.objid),
       'columns', (SELECT json_agg(json_build_object('attnum', a.attnum, 'name', a.attname, 'type_oid', a.atttypid::bigint,
                                                     'typmod', a.atttypmod, 'not_null', a.attnotnull,
                                                     'generated', a.attgenerated <> '',
                                                     'key', a.attnum = ANY(k.cols)) ORDER BY a.attnum)
                   FROM pg_attribute a,
                        -- the mirror's key as preflight chooses it, when an index gives it: the
-                       -- primary key, else the replica identity index
+                       -- replica identity index, else the primary key (under FULL only one
+                       -- that is not deferrable)
                        LATERAL (SELECT COALESCE(
-                         (SELECT i.indkey::int2[] FROM pg_index i WHERE i.indrelid = r.objid AND i.indisprimary),
                          (SELECT i.indkey::int2[] FROM pg_index i WHERE i.indrelid = r.objid AND i.indisreplident),
+                         (SELECT i.indkey::int2[] FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+                          WHERE i.indrelid = r.objid AND i.indisprimary
+                            AND (c.relreplident = 'd' OR c.relreplident = 'f' AND i.indimmediate)),
                          '{}'::int2[]) AS cols) k
                   WHERE a.attrelid = r.objid AND a.attnum > 0 AND NOT a.attisdropped)
     )::text);

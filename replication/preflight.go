@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	icego "github.com/apache/iceberg-go"
 	"github.com/jackc/pgx/v5"
@@ -103,8 +104,16 @@ func Preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 			if _, primitive := typ.(icego.PrimitiveType); c.Key && !primitive {
 				errs = append(errs, &PreflightError{
 					Problem: fmt.Sprintf("%s.%s is part of the key the mirror is kept by, but its type %s becomes %s in Iceberg, and a key must be a single value", rel.QualifiedName(), c.Name, c.TypeName, typ),
-					Fix:     fmt.Sprintf("ALTER TABLE %s.%s REPLICA IDENTITY USING INDEX <a unique index on other columns>;  -- or add a primary key without this column (with REPLICA IDENTITY FULL and no primary key, every column is the key), or leave the table out of the publication", decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name)),
+					Fix:     fmt.Sprintf("ALTER TABLE %s.%s REPLICA IDENTITY USING INDEX <a unique index on other columns>;  -- or add a primary key without this column, or leave the table out of the publication", decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name)),
 				})
+			}
+			if !rel.WholeRow {
+				continue
+			}
+			if why := mapping.WholeRowProblem(rel.QualifiedName(), c.Mapping()); why != "" {
+				// Rows that cannot be compared: a changelog only.
+				rel.WholeRow = false
+				rel.KeyNote = fmt.Sprintf("REPLICA IDENTITY FULL without a usable primary key keeps the mirror by the whole row, and %s, so rows cannot be compared: add a primary key (not deferrable), or run ALTER TABLE %s REPLICA IDENTITY USING INDEX <a unique index>", why, rel.QuotedName())
 			}
 		}
 	}
@@ -205,22 +214,67 @@ func loadColumns(ctx context.Context, conn *pgx.Conn, rel *decode.Relation, publ
 		}
 		c.Type = t
 	}
+	pkName, deferrable, err := primaryKey(ctx, conn, rel)
+	if err != nil {
+		return err
+	}
 	var key []bool
 	switch {
 	case rel.ReplicaIdentity == 'i' && anyTrue(ri):
 		key = ri
-	case (rel.ReplicaIdentity == 'd' || rel.ReplicaIdentity == 'f') && anyTrue(pk):
+	case rel.ReplicaIdentity == 'd' && anyTrue(pk):
+		// A deferrable primary key is not PostgreSQL's replica identity:
+		// UPDATE and DELETE fail at the source, so the rows keep their
+		// keys, and each insert's key is new at its commit.
+		key = pk
+		if deferrable {
+			rel.KeyNote = fmt.Sprintf("its primary key %s is DEFERRABLE, which PostgreSQL does not take as the replica identity: UPDATE and DELETE on the table fail at the source, and the mirror receives the inserts only; to replicate them, run ALTER TABLE %s DROP CONSTRAINT %s, ADD PRIMARY KEY (%s); -- not deferrable; or REPLICA IDENTITY USING INDEX <a unique index that is not deferrable>, or REPLICA IDENTITY FULL",
+				pkName, rel.QuotedName(), decode.QuoteIdent(pkName), keyList(rel, pk))
+		}
+	case rel.ReplicaIdentity == 'f' && anyTrue(pk) && !deferrable:
 		key = pk
 	case rel.ReplicaIdentity == 'f':
-		key = make([]bool, len(rel.Columns))
-		for i := range key {
-			key[i] = true
+		// Every column, compared as a whole: rows may repeat and hold
+		// NULLs. A deferrable primary key can hold a key twice inside a
+		// transaction (UPDATE t SET id = id + 1), so a change cannot be
+		// placed by that key alone; the full old row places it exactly.
+		rel.WholeRow = true
+		if deferrable {
+			rel.KeyNote = fmt.Sprintf("its primary key %s is DEFERRABLE, so the mirror is kept by the whole row (a digest of every row in memory); to key it by the primary key, run ALTER TABLE %s DROP CONSTRAINT %s, ADD PRIMARY KEY (%s); -- not deferrable",
+				pkName, rel.QuotedName(), decode.QuoteIdent(pkName), keyList(rel, pk))
 		}
 	}
 	for i := range key {
 		rel.Columns[i].Key = key[i]
 	}
 	return nil
+}
+
+// primaryKey returns the name of rel's primary key and whether it is
+// deferrable ("" when it has none).
+func primaryKey(ctx context.Context, conn *pgx.Conn, rel *decode.Relation) (string, bool, error) {
+	var name string
+	var deferrable bool
+	err := conn.QueryRow(ctx, `SELECT c.conname, c.condeferrable FROM pg_constraint c
+		WHERE c.conrelid = $1 AND c.contype = 'p'`, rel.ID).Scan(&name, &deferrable)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read the primary key of %s: %w", rel.QualifiedName(), err)
+	}
+	return name, deferrable, nil
+}
+
+// keyList is the quoted names of the columns flagged in key, for SQL.
+func keyList(rel *decode.Relation, key []bool) string {
+	var names []string
+	for i, k := range key {
+		if k {
+			names = append(names, decode.QuoteIdent(rel.Columns[i].Name))
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 func anyTrue(b []bool) bool {

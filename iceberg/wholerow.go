@@ -1,0 +1,74 @@
+package iceberg
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/file"
+)
+
+// A mirror kept by the whole row (decode.Relation.WholeRow: REPLICA
+// IDENTITY FULL with no primary key, or a deferrable one, to key it by)
+// names a row by all its values, which every change's full old row
+// carries. Equal rows are interchangeable, so the key index holds a key
+// once per live row (keyIndex.setRepeats), an insert adds a row and a
+// delete removes one. NULL is no value: a column that is NULL adds nothing
+// to the key, and every other value is preceded by its field ID, so a NULL
+// differs from every value and a column added later (NULL in the rows
+// before it) leaves the keys of those rows as they were. A dropped column
+// changes every row's key: the table is copied again (see
+// decode.NewColumns.Dropped).
+
+// rowKeyLen is the length of a whole-row key: the first 15 bytes of the
+// SHA-256 of the row's key parts, so that it is a short key (see keyIndex),
+// 16 bytes in memory whatever the row's width. Two rows that differ share
+// a key with a probability of 2^-120 per pair: about 10^-16 among 10^10
+// rows.
+const rowKeyLen = 15
+
+// sealRowKey replaces the key parts in b[start:] with their digest.
+func sealRowKey(b []byte, start int) []byte {
+	sum := sha256.Sum256(b[start:])
+	return append(b[:start], sum[:rowKeyLen]...)
+}
+
+// presentFields returns the fields of ids that the Parquet file has: a
+// column added since the file was written is NULL in all its rows.
+func presentFields(r *file.Reader, ids []int) []int {
+	sc := r.MetaData().Schema
+	var out []int
+	for _, id := range ids {
+		for c := 0; c < sc.NumColumns(); c++ {
+			if int(sc.Column(c).SchemaNode().FieldID()) == id {
+				out = append(out, id)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// appendRecordKey appends the key of row i of rec, whose columns hold the
+// key fields ids, in order (see mirror.appendKey).
+func (m *mirror) appendRecordKey(b []byte, rec arrow.RecordBatch, ids []int, i int) ([]byte, error) {
+	start := len(b)
+	for c := 0; c < int(rec.NumCols()); c++ {
+		arr := rec.Column(c)
+		if m.rel.WholeRow {
+			if arr.IsNull(i) {
+				continue
+			}
+			b = binary.AppendUvarint(b, uint64(ids[c]))
+		}
+		var err error
+		if b, err = appendKeyFromArray(b, arr, i); err != nil {
+			return nil, fmt.Errorf("field %d: %w", ids[c], err)
+		}
+	}
+	if m.rel.WholeRow {
+		b = sealRowKey(b, start)
+	}
+	return b, nil
+}
