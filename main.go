@@ -260,6 +260,9 @@ func runCmd(c *cli.Context) error {
 		// The stream resumes at the slot's confirmed position: chunks an
 		// interrupted copy committed in a snapshot at or after it are kept.
 		_, notDone := sink.CopyState()
+		if err := checkRenames(ctx, conn, sink, rels, append(notDone, sink.RecopyPending()...)); err != nil {
+			return err
+		}
 		for _, rel := range notDone {
 			if err := backfillTable(ctx, c, source, rel, sink, nil, info.ConfirmedFlush, log); err != nil {
 				return stoppedOr(ctx, err, log)
@@ -445,8 +448,8 @@ func (c copySink) NewCopyWriter(relID uint32) (replication.RowWriter, error) {
 	return c.Sink.NewCopyWriter(relID)
 }
 
-func (c copySink) BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN, sizeHint int64) ([][2]int64, int64, error) {
-	r, err := c.Sink.BeginCopy(rel, lsn, resumeFrom, sizeHint)
+func (c copySink) BeginCopy(ctx context.Context, rel *decode.Relation, attnums map[int]string, lsn, resumeFrom decode.LSN, sizeHint int64) ([][2]int64, int64, error) {
+	r, err := c.Sink.BeginCopy(ctx, rel, attnums, lsn, resumeFrom, sizeHint)
 	return r.Done, r.Rows, err
 }
 

@@ -24,6 +24,9 @@ type Kind int
 // Update kinds, applied in this order.
 const (
 	Drop Kind = iota
+	// Rename gives the current column Name the name As (and the type Type
+	// when it is a promotion of From); the field keeps its ID.
+	Rename
 	Promote
 	// Retype keeps the old field under the name As and adds a new field of
 	// the new type under the column's name (the new-column policy).
@@ -32,7 +35,7 @@ const (
 )
 
 func (k Kind) String() string {
-	return [...]string{"drop column", "promote type", "new column for type change", "add column"}[k]
+	return [...]string{"drop column", "rename column", "promote type", "new column for type change", "add column"}[k]
 }
 
 // Update is one schema update.
@@ -42,7 +45,7 @@ type Update struct {
 	// Type is the new type (Add, Promote, Retype); From the old one
 	// (Promote, Drop, Retype).
 	Type, From icego.Type
-	// As is the name the old field takes (Retype).
+	// As is the name the old field takes (Retype, Rename).
 	As string
 }
 
@@ -54,6 +57,11 @@ func (u Update) String() string {
 		return fmt.Sprintf("promote %s from %s to %s", u.Name, u.From, u.Type)
 	case Retype:
 		return fmt.Sprintf("keep %s %s as %s, add %s %s", u.Name, u.From, u.As, u.Name, u.Type)
+	case Rename:
+		if !mapping.SameType(u.From, u.Type) {
+			return fmt.Sprintf("rename column %s to %s, promote from %s to %s", u.Name, u.As, u.From, u.Type)
+		}
+		return fmt.Sprintf("rename column %s to %s", u.Name, u.As)
 	}
 	return fmt.Sprintf("drop column %s", u.Name)
 }
@@ -99,7 +107,13 @@ type AmbiguousChangeError struct {
 }
 
 func (e *AmbiguousChangeError) Error() string {
-	return fmt.Sprintf("%s: columns %s disappeared and %s appeared in one change; a rename cannot be told from a drop and an add by replication messages alone, and guessing would misplace data: change one column per transaction, or drop the Iceberg tables and copy the table again", e.Table, strings.Join(e.Dropped, ", "), strings.Join(e.Added, ", "))
+	return fmt.Sprintf("%[1]s: columns %[2]s disappeared and %[3]s appeared in one change; replication messages alone cannot tell a rename from a drop and an add, and guessing would misplace data, so nothing was written for this change. "+
+		"To go on, copy the table again, which brings its Iceberg schema in line with the source: with the bridge stopped, run\n"+
+		"  pg2iceberg backfill --table %[1]s\n"+
+		"with the --source, --publication, --warehouse and --catalog of run, then start the bridge again. "+
+		"A column the catalog proves renamed (the same attnum under a new name) keeps its Iceberg field and values; any other is dropped (its values stay in the snapshots before the copy) and the new one added. "+
+		"Installing the DDL capture now (pg2iceberg setup) makes later renames exact, but not this one, which is in the WAL already without its event",
+		e.Table, strings.Join(e.Dropped, ", "), strings.Join(e.Added, ", "))
 }
 
 // KeyChangeError is a change to the key columns (dropped, added or retyped).
@@ -112,21 +126,50 @@ func (e *KeyChangeError) Error() string {
 	return fmt.Sprintf("%s: key column %s %s; key changes are not applied yet: drop the Iceberg tables and copy the table again", e.Table, e.Column, e.Reason)
 }
 
+// Resolution tells Reconcile how to read a change that the column names
+// alone leave open.
+type Resolution struct {
+	// Renames maps a current column's name to its next name: the same
+	// column (its attnum says so). A rename applies when the current
+	// column is gone by its name, the next one is new, both agree on being
+	// key columns, and the type is the same or a promotion; otherwise the
+	// pair is a drop and an add like any other.
+	Renames map[string]string
+	// Replace names the columns (current or next) whose drop or add is
+	// known to be one and not half of a rename, so they make no
+	// AmbiguousChangeError, and whose type change Iceberg cannot promote is
+	// a drop of the old field and an add of a new one under the same name.
+	Replace map[string]bool
+	// All counts every column as in Replace (a copy of the whole table,
+	// which rewrites every value, brings the schema in line).
+	All bool
+}
+
+func (r Resolution) replaces(name string) bool { return r.All || r.Replace[name] }
+
 // Diff returns the updates that turn the current schema's columns into the
 // source's next columns: drops first, then promotions, then retypes, then
 // adds in source order. Column order changes are not updates (columns map by
 // name). policy says what a type change Iceberg cannot promote does.
 func Diff(table string, current, next []Column, policy Policy) ([]Update, error) {
-	cur := make(map[string]Column, len(current))
-	for _, c := range current {
-		cur[c.Name] = c
-	}
+	return Reconcile(table, current, next, policy, Resolution{})
+}
+
+// Reconcile is Diff with a Resolution for what names leave open: the
+// renames it proves (ordered after the drops), and the columns it replaces
+// dropped and added without an error.
+func Reconcile(table string, current, next []Column, policy Policy, res Resolution) ([]Update, error) {
 	nxt := make(map[string]Column, len(next))
 	for _, c := range next {
 		nxt[c.Name] = c
 	}
+	renames, current := renamesOf(current, nxt, res.Renames)
+	cur := make(map[string]Column, len(current))
+	for _, c := range current {
+		cur[c.Name] = c
+	}
 	var drops, promotes, retypes, adds []Update
-	var dropped, added []string
+	var dropped, added []string // not known to be one (res), for AmbiguousChangeError
 	for _, c := range current {
 		if _, ok := nxt[c.Name]; ok || retired(c.Name, nxt) {
 			continue
@@ -135,7 +178,9 @@ func Diff(table string, current, next []Column, policy Policy) ([]Update, error)
 			return nil, &KeyChangeError{Table: table, Column: c.Name, Reason: "was dropped"}
 		}
 		drops = append(drops, Update{Kind: Drop, Name: c.Name, From: c.Type})
-		dropped = append(dropped, c.Name)
+		if !res.replaces(c.Name) {
+			dropped = append(dropped, c.Name)
+		}
 	}
 	for _, n := range next {
 		c, ok := cur[n.Name]
@@ -144,7 +189,9 @@ func Diff(table string, current, next []Column, policy Policy) ([]Update, error)
 				return nil, &KeyChangeError{Table: table, Column: n.Name, Reason: "was added"}
 			}
 			adds = append(adds, Update{Kind: Add, Name: n.Name, Type: n.Type})
-			added = append(added, n.Name)
+			if !res.replaces(n.Name) {
+				added = append(added, n.Name)
+			}
 			continue
 		}
 		if mapping.SameType(c.Type, n.Type) {
@@ -153,24 +200,57 @@ func Diff(table string, current, next []Column, policy Policy) ([]Update, error)
 		if c.Key {
 			return nil, &KeyChangeError{Table: table, Column: n.Name, Reason: fmt.Sprintf("changed type from %s to %s", c.Type, n.Type)}
 		}
-		if !Promotable(c.Type, n.Type) {
-			if policy != NewColumn {
-				return nil, &IncompatibleTypeError{Table: table, Column: n.Name, From: c.Type, To: n.Type}
-			}
+		if Promotable(c.Type, n.Type) {
+			promotes = append(promotes, Update{Kind: Promote, Name: n.Name, From: c.Type, Type: n.Type})
+			continue
+		}
+		switch {
+		case policy == NewColumn:
 			as := RetypedName(n.Name, func(name string) bool {
 				_, inCur := cur[name]
 				_, inNext := nxt[name]
 				return inCur || inNext || slices.ContainsFunc(retypes, func(u Update) bool { return u.As == name })
 			})
 			retypes = append(retypes, Update{Kind: Retype, Name: n.Name, From: c.Type, Type: n.Type, As: as})
-			continue
+		case res.replaces(n.Name):
+			drops = append(drops, Update{Kind: Drop, Name: n.Name, From: c.Type})
+			adds = append(adds, Update{Kind: Add, Name: n.Name, Type: n.Type})
+		default:
+			return nil, &IncompatibleTypeError{Table: table, Column: n.Name, From: c.Type, To: n.Type}
 		}
-		promotes = append(promotes, Update{Kind: Promote, Name: n.Name, From: c.Type, Type: n.Type})
 	}
 	if len(dropped) > 0 && len(added) > 0 {
 		return nil, &AmbiguousChangeError{Table: table, Dropped: dropped, Added: added}
 	}
-	return slices.Concat(drops, promotes, retypes, adds), nil
+	return slices.Concat(drops, renames, promotes, retypes, adds), nil
+}
+
+// renamesOf returns the renames of want that apply (see
+// Resolution.Renames) and the current columns under their next names.
+func renamesOf(current []Column, nxt map[string]Column, want map[string]string) ([]Update, []Column) {
+	if len(want) == 0 {
+		return nil, current
+	}
+	names := make(map[string]bool, len(current))
+	for _, c := range current {
+		names[c.Name] = true
+	}
+	var out []Update
+	renamed := slices.Clone(current)
+	for i, c := range current {
+		to, ok := want[c.Name]
+		if !ok || to == c.Name || names[to] {
+			continue
+		}
+		_, stays := nxt[c.Name]
+		n, ok := nxt[to]
+		if stays || !ok || n.Key != c.Key || !Promotable(c.Type, n.Type) {
+			continue
+		}
+		out = append(out, Update{Kind: Rename, Name: c.Name, As: to, From: c.Type, Type: n.Type})
+		renamed[i].Name, renamed[i].Type = to, n.Type
+	}
+	return out, renamed
 }
 
 // retired reports whether name is a field a retype under the new-column

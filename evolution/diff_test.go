@@ -3,6 +3,7 @@ package evolution
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	icego "github.com/apache/iceberg-go"
@@ -125,5 +126,79 @@ func TestDiffNewColumn(t *testing.T) {
 				t.Fatalf("Diff() = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// Reconcile with a Resolution: proven renames keep the field (promoted
+// when the type widened), replaced columns are dropped and added even when
+// that looks like a rename or is a type change Iceberg cannot promote, and
+// what the resolution does not cover is still an error.
+func TestReconcile(t *testing.T) {
+	id := Column{Name: "id", Type: i32, Key: true}
+	a, b, c := Column{Name: "a", Type: str}, Column{Name: "b", Type: str}, Column{Name: "c", Type: str}
+	d := Column{Name: "d", Type: i32}
+	tests := []struct {
+		name      string
+		cur, next []Column
+		res       Resolution
+		want      []Update
+		wantErr   any
+	}{
+		{"rename", cols(id, a, b), cols(id, a, c), Resolution{Renames: map[string]string{"b": "c"}},
+			[]Update{{Kind: Rename, Name: "b", As: "c", From: str, Type: str}}, nil},
+		{"rename and add", cols(id, a, b), cols(id, a, c, d), Resolution{Renames: map[string]string{"b": "c"}},
+			[]Update{{Kind: Rename, Name: "b", As: "c", From: str, Type: str}, {Kind: Add, Name: "d", Type: i32}}, nil},
+		{"rename and promote", cols(id, d), cols(id, Column{Name: "e", Type: i64}), Resolution{Renames: map[string]string{"d": "e"}},
+			[]Update{{Kind: Rename, Name: "d", As: "e", From: i32, Type: i64}}, nil},
+		{"rename to an incompatible type is not one", cols(id, d), cols(id, Column{Name: "e", Type: str}), Resolution{Renames: map[string]string{"d": "e"}},
+			nil, &AmbiguousChangeError{}},
+		{"rename onto a name still there is not one", cols(id, b, c), cols(id, c), Resolution{Renames: map[string]string{"b": "c"}},
+			[]Update{{Kind: Drop, Name: "b", From: str}}, nil},
+		{"rename the resolution does not prove", cols(id, a, b), cols(id, a, c), Resolution{Renames: map[string]string{"a": "x"}},
+			nil, &AmbiguousChangeError{}},
+		{"replace all: drop and add", cols(id, a, b), cols(id, a, c), Resolution{All: true},
+			[]Update{{Kind: Drop, Name: "b", From: str}, {Kind: Add, Name: "c", Type: str}}, nil},
+		{"replace all: incompatible type", cols(id, a, d), cols(id, a, Column{Name: "d", Type: str}), Resolution{All: true},
+			[]Update{{Kind: Drop, Name: "d", From: i32}, {Kind: Add, Name: "d", Type: str}}, nil},
+		{"replace names", cols(id, a, b), cols(id, a, c), Resolution{Replace: map[string]bool{"b": true, "c": true}},
+			[]Update{{Kind: Drop, Name: "b", From: str}, {Kind: Add, Name: "c", Type: str}}, nil},
+		{"a known drop beside a new column", cols(id, a, b), cols(id, a, c), Resolution{Replace: map[string]bool{"b": true}},
+			[]Update{{Kind: Drop, Name: "b", From: str}, {Kind: Add, Name: "c", Type: str}}, nil},
+		{"uncovered drop and add", cols(id, a, b), cols(id, c, d), Resolution{Replace: map[string]bool{"b": true, "c": true}},
+			nil, &AmbiguousChangeError{}},
+		{"replace keeps key checks", cols(id, a), cols(Column{Name: "id", Type: str, Key: true}, a), Resolution{All: true},
+			nil, &KeyChangeError{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Reconcile("s.t", tt.cur, tt.next, Fail, tt.res)
+			if tt.wantErr != nil {
+				target := reflect.New(reflect.TypeOf(tt.wantErr)).Interface()
+				if !errors.As(err, target) {
+					t.Fatalf("Reconcile() = %v, %v; want %T", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Reconcile() error = %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("Reconcile() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// The ambiguity error names the table and columns and the command that
+// gets past it, with nothing left for the reader to fill in.
+func TestAmbiguousChangeErrorSaysWhatToRun(t *testing.T) {
+	err := (&AmbiguousChangeError{Table: "app.users", Dropped: []string{"b"}, Added: []string{"c", "d"}}).Error()
+	for _, w := range []string{"app.users: columns b disappeared and c, d appeared", "pg2iceberg backfill --table app.users", "pg2iceberg setup"} {
+		if !strings.Contains(err, w) {
+			t.Errorf("error does not say %q:\n%s", w, err)
+		}
+	}
+	if strings.ContainsAny(err, "<>") {
+		t.Errorf("error has a placeholder:\n%s", err)
 	}
 }

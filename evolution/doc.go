@@ -7,7 +7,9 @@
 // (add, drop, promote) and applies them to the mirror and to the
 // changelog's before/after structs. The diff is taken against the Iceberg
 // schema, not the previously seen relation, so a restart that replays older
-// transactions never undoes a schema change.
+// transactions never undoes a schema change. Reconcile is Diff told how to
+// read what names leave open (a rename proven by its attnum, columns a copy
+// drops and adds for good).
 //
 // Invariants:
 //   - evolution is pure: no I/O, no goroutines, no logging.

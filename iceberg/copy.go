@@ -66,24 +66,32 @@ type CopyResume struct {
 }
 
 // BeginCopy starts a table's copy, taken in a snapshot at lsn; rel is the
-// table as the copy reads it (the mirror's writers are bound to its
-// columns, so copied values land in their columns even when the table
-// changed since the last relation message).
+// table as the copy reads it and attnums its columns by attnum in that
+// snapshot. The Iceberg schemas are first brought in line with rel (see
+// alignForCopy), then the mirror's writers are bound to its columns, so
+// copied values land in their columns even when the table changed since
+// the last relation message, and no column is written as NULL for want of
+// a field.
 //
 // A first copy (the mirror has no complete copy) is committed chunk by
 // chunk. When an earlier run committed chunks of it, taken at an LSN at or
 // after resumeFrom (where the stream will resume, so every change after
 // those chunks is replayed over them), those chunks are kept and returned:
-// the caller copies only the rest. Otherwise whatever the mirror holds (a
+// the caller copies only the rest (unless the schema had to be brought in
+// line: those chunks lack the new columns). Otherwise whatever the mirror holds (a
 // copy from an earlier slot) is deleted by the copy's first commit, so rows
 // deleted at the source since do not survive, and the key index is sized
 // for sizeHint rows (0: unknown), at most what the table holds.
-func (s *Sink) BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN, sizeHint int64) (CopyResume, error) {
+func (s *Sink) BeginCopy(ctx context.Context, rel *decode.Relation, attnums map[int]string, lsn, resumeFrom decode.LSN, sizeHint int64) (CopyResume, error) {
 	st, ok := s.tables[rel.ID]
-	if !ok || st.mirror == nil {
+	if !ok {
 		return CopyResume{}, nil
 	}
 	s.abandonSpecFor(st, "table "+rel.QualifiedName()+" is copied")
+	aligned, err := s.alignForCopy(ctx, st, rel, attnums, lsn)
+	if err != nil || st.mirror == nil {
+		return CopyResume{}, err
+	}
 	m := st.mirror
 	m.rel = rel
 	if err := m.bind(); err != nil {
@@ -98,9 +106,10 @@ func (s *Sink) BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN, sizeH
 	s.copyMu.Unlock()
 	if _, complete := m.tbl.Properties()[PropCopyLSN]; !complete {
 		run.chunked = true
-		// A resumed copy's rows replace live rows of their key: where rows
-		// may repeat that would be wrong, and the copy starts over.
-		if p, ok := readCopyProgress(m.tbl); ok && resumeFrom != 0 && p.LSN >= resumeFrom && len(p.Done) > 0 && !m.rel.WholeRow {
+		// Chunks written under another schema lack the new columns, and a
+		// resumed copy's rows replace live rows of their key (wrong where
+		// rows may repeat): both start over.
+		if p, ok := readCopyProgress(m.tbl); ok && !aligned && resumeFrom != 0 && p.LSN >= resumeFrom && len(p.Done) > 0 && !m.rel.WholeRow {
 			run.progress, run.upsert = p, true
 			s.log.Info("copy resumed: chunks committed before the restart are kept", "table", m.name(),
 				"chunks_done", len(p.Done), "rows", m.index.len(), "first_copied_at", p.LSN)
@@ -436,15 +445,7 @@ func (s *Sink) ClearRecopy(ctx context.Context, relID uint32) error {
 	if _, pending := m.tbl.Properties()[PropRecopy]; !pending {
 		return nil
 	}
-	txn := m.tbl.NewTransaction()
-	if err := txn.RemoveProperties([]string{PropRecopy}); err != nil {
-		return fmt.Errorf("clear the re-copy mark of %s: %w", m.name(), err)
-	}
-	tbl, err := txn.Commit(ctx)
-	if err != nil {
-		return fmt.Errorf("clear the re-copy mark of %s: %w", m.name(), err)
-	}
-	return m.committedTo(tbl)
+	return m.removeProperties(ctx, "clear the re-copy mark of", PropRecopy)
 }
 
 // RecopyPending returns the tables whose re-copy (MarkRecopy) did not

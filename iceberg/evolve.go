@@ -172,34 +172,40 @@ func schemaLSN(tbl *table.Table) decode.LSN {
 	return decode.LSN(v)
 }
 
-// evolve brings the table's schema to the relation's shape. changelog says
-// the columns live in the before/after structs. It returns the updates
-// applied (none when the schema already fits).
-func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changelog bool, lsn decode.LSN, policy evolution.Policy) ([]evolution.Update, error) {
+// columns returns the table's source columns as the diff sees them: the
+// mirror's top-level fields (its identifier fields as keys), or the fields
+// of a changelog's after struct (no keys: keys are the mirror's business).
+func (t *icebergTable) columns(changelog bool) ([]evolution.Column, error) {
 	sc := t.tbl.Schema()
-	fields := sc.Fields()
-	if changelog {
-		f, ok := sc.FindFieldByName(colAfter)
-		if !ok {
-			return nil, fmt.Errorf("%s: changelog has no %q column", t.name(), colAfter)
-		}
-		fields = f.Type.(*icego.StructType).FieldList
+	if !changelog {
+		return fieldColumns(sc.Fields(), sc), nil
+	}
+	f, ok := sc.FindFieldByName(colAfter)
+	if !ok {
+		return nil, fmt.Errorf("%s: changelog has no %q column", t.name(), colAfter)
+	}
+	return fieldColumns(f.Type.(*icego.StructType).FieldList, nil), nil
+}
+
+// evolve brings the table's schema to the relation's shape. changelog says
+// the columns live in the before/after structs; res reads what names leave
+// open (see evolution.Reconcile). It returns the updates applied (none
+// when the schema already fits).
+func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changelog bool, lsn decode.LSN, policy evolution.Policy, res evolution.Resolution) ([]evolution.Update, error) {
+	current, err := t.columns(changelog)
+	if err != nil {
+		return nil, err
 	}
 	next, err := relColumns(rel)
 	if err != nil {
 		return nil, err
 	}
-	var current []evolution.Column
 	if changelog {
-		// Keys are the mirror's business; the structs hold plain columns.
-		current = fieldColumns(fields, nil)
 		for i := range next {
 			next[i].Key = false
 		}
-	} else {
-		current = fieldColumns(fields, sc)
 	}
-	updates, err := evolution.Diff(rel.QualifiedName(), current, included(next), policy)
+	updates, err := evolution.Reconcile(rel.QualifiedName(), current, included(next), policy, res)
 	if err != nil || len(updates) == 0 {
 		return nil, err
 	}
@@ -215,6 +221,12 @@ func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changel
 			switch u.Kind {
 			case evolution.Drop:
 				us = us.DeleteColumn(path)
+			case evolution.Rename:
+				cu := table.ColumnUpdate{Name: icego.Optional[string]{Valid: true, Val: u.As}}
+				if !mapping.SameType(u.From, u.Type) {
+					cu.FieldType = icego.Optional[icego.Type]{Valid: true, Val: u.Type}
+				}
+				us = us.UpdateColumn(slices.Clone(path), cu)
 			case evolution.Promote:
 				us = us.UpdateColumn(path, table.ColumnUpdate{FieldType: icego.Optional[icego.Type]{Valid: true, Val: u.Type}})
 			case evolution.Retype:

@@ -283,13 +283,21 @@ func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 		if err := closeFiles(); err != nil {
 			return err
 		}
-		policy := evolution.Fail
-		if s.cfg.Rules.Policies(rel.QualifiedName()).TypeChange == "new-column" {
-			policy = evolution.NewColumn
+		// A copy that brought the mirror's schema in line left the
+		// changelog a note on how to read this change (see alignForCopy).
+		reset, pending := pendingReset(t)
+		var res evolution.Resolution
+		if changelog && pending {
+			res = reset.resolution()
 		}
-		updates, err := t.evolve(ctx, rel, changelog, s.tx.commitLSN, policy)
+		updates, err := t.evolve(ctx, rel, changelog, s.tx.commitLSN, s.typeChangePolicy(rel.QualifiedName()), res)
 		if err != nil {
 			return err
+		}
+		if changelog && pending && len(updates) > 0 {
+			if err := s.settleReset(ctx, t, reset); err != nil {
+				return err
+			}
 		}
 		for _, u := range updates {
 			s.log.Info("schema evolved", "table", t.name(), "change", u.String(), "schema_id", t.tbl.Schema().ID)

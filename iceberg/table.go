@@ -306,11 +306,13 @@ func (t *icebergTable) setProperties(ctx context.Context, what string, props ice
 	return t.commitTxn(ctx, t.tbl.NewTransaction(), what, props)
 }
 
-// commitTxn sets props on txn (which may hold schema updates already),
-// commits it and moves the table to the result.
+// commitTxn sets props (may be nil) on txn (which may hold schema updates
+// already), commits it and moves the table to the result.
 func (t *icebergTable) commitTxn(ctx context.Context, txn *table.Transaction, what string, props icego.Properties) error {
-	if err := txn.SetProperties(props); err != nil {
-		return fmt.Errorf("%s %s: %w", what, t.name(), err)
+	if len(props) > 0 {
+		if err := txn.SetProperties(props); err != nil {
+			return fmt.Errorf("%s %s: %w", what, t.name(), err)
+		}
 	}
 	tbl, err := txn.Commit(ctx)
 	if err != nil {

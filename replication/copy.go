@@ -29,14 +29,15 @@ type RowWriter interface {
 // CopySink receives the rows of a copy. NewCopyWriter is called from the
 // copying goroutine; each writer is then used by one worker goroutine.
 type CopySink interface {
-	// BeginCopy starts a table's copy taken in a snapshot at lsn. It returns
+	// BeginCopy starts a table's copy taken in a snapshot at lsn, in which
+	// the table's columns are attnums (by attnum). It returns
 	// the heap page ranges ([from, to), to 0 meaning to the end) an earlier,
 	// interrupted copy already committed, which are not copied again, and
 	// the rows they hold. resumeFrom is where the stream will resume (0: no
 	// resume possible). sizeHint is the rows the copy is expected to bring,
 	// to size structures for them, never more than the table holds (0:
 	// unknown).
-	BeginCopy(rel *decode.Relation, lsn, resumeFrom decode.LSN, sizeHint int64) (done [][2]int64, rows int64, err error)
+	BeginCopy(ctx context.Context, rel *decode.Relation, attnums map[int]string, lsn, resumeFrom decode.LSN, sizeHint int64) (done [][2]int64, rows int64, err error)
 	NewCopyWriter(relID uint32) (RowWriter, error)
 	// ChunkDone is called by a worker when w has written every row of the
 	// chunk [from, to).
@@ -183,7 +184,11 @@ func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Cop
 	if err := txs[0].QueryRow(ctx, "SELECT GREATEST(reltuples, 0), pg_relation_size($1::oid) / current_setting('block_size')::int, relpages FROM pg_class WHERE oid = $1", rel.ID).Scan(&estimate, &pages, &statPages); err != nil {
 		return fmt.Errorf("size of %s: %w", rel.QualifiedName(), err)
 	}
-	done, doneRows, err := sink.BeginCopy(rel, lsn, cfg.ResumeFrom, sizeHint(estimate, statPages, pages, rel.RowFilter != ""))
+	attnums, err := AttNums(ctx, txs[0], rel.ID)
+	if err != nil {
+		return err
+	}
+	done, doneRows, err := sink.BeginCopy(ctx, rel, attnums, lsn, cfg.ResumeFrom, sizeHint(estimate, statPages, pages, rel.RowFilter != ""))
 	if err != nil {
 		return err
 	}

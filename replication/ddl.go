@@ -103,8 +103,14 @@ func Setup(ctx context.Context, conn *pgx.Conn, uninstall bool) error {
 	return nil
 }
 
-// AttNums returns a table's live columns by attnum.
-func AttNums(ctx context.Context, conn *pgx.Conn, relID uint32) (map[int]string, error) {
+// querier is a connection or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// AttNums returns a table's live columns by attnum (as of conn's snapshot
+// when it is a transaction).
+func AttNums(ctx context.Context, conn querier, relID uint32) (map[int]string, error) {
 	rows, err := conn.Query(ctx, `SELECT attnum, attname FROM pg_attribute WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped`, relID)
 	if err != nil {
 		return nil, fmt.Errorf("read attnums of relation %d: %w", relID, err)
@@ -119,4 +125,14 @@ func AttNums(ctx context.Context, conn *pgx.Conn, relID uint32) (map[int]string,
 		m[int(n)] = name
 	}
 	return m, rows.Err()
+}
+
+// CaptureInstalled reports whether the DDL capture's event trigger is
+// installed and enabled.
+func CaptureInstalled(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_event_trigger WHERE evtname = 'pg2iceberg_ddl' AND evtenabled <> 'D'`).Scan(&n); err != nil {
+		return false, fmt.Errorf("look for the DDL capture: %w", err)
+	}
+	return n > 0, nil
 }
