@@ -59,6 +59,9 @@ type UnsupportedTypeError struct {
 	// Detail says which part of the type has no mapping when that is not
 	// the column's type itself (an element, a field, a domain's base).
 	Detail string
+	// Fix, when the caller knows the publication (a preflight check), is
+	// the statement that leaves the column out of it.
+	Fix string
 }
 
 func (e *UnsupportedTypeError) Error() string {
@@ -70,7 +73,11 @@ func (e *UnsupportedTypeError) Error() string {
 	if e.Detail != "" {
 		detail = " (" + e.Detail + ")"
 	}
-	return fmt.Sprintf("%s.%s: type %s has no Iceberg mapping%s; leave the column out of the publication with a column list: ALTER PUBLICATION <publication> SET TABLE %s (<the other columns>), or map it with a rule (see docs/type-mapping.md)", e.Table, e.Column, name, detail, e.Table)
+	rule := fmt.Sprintf("exclude it with a rule in the --config file, rules: [{column: %s.%s, to: exclude}], or map it to its text form (see docs/type-mapping.md)", e.Table, e.Column)
+	if e.Fix == "" {
+		return fmt.Sprintf("%s.%s: type %s has no Iceberg mapping%s; leave the column out of the publication with a column list, or %s", e.Table, e.Column, name, detail, rule)
+	}
+	return fmt.Sprintf("%s.%s: type %s has no Iceberg mapping%s; leave the column out of the publication with a column list:\n  %s\nor %s", e.Table, e.Column, name, detail, e.Fix, rule)
 }
 
 // MaxDecimalPrecision is the largest decimal precision Iceberg supports.

@@ -353,8 +353,15 @@ func TestForUnsupported(t *testing.T) {
 				t.Errorf("error fields = %+v", *ute)
 			}
 			msg := err.Error()
-			if !strings.HasPrefix(msg, "public.t.c: ") || !strings.Contains(msg, "ALTER PUBLICATION") || !strings.Contains(msg, "docs/type-mapping.md") {
+			if !strings.HasPrefix(msg, "public.t.c: ") || !strings.Contains(msg, "{column: public.t.c, to: exclude}") || !strings.Contains(msg, "docs/type-mapping.md") {
 				t.Errorf("error %q, want it to name public.t.c and say what to do", msg)
+			}
+			if strings.ContainsAny(msg, "<>") {
+				t.Errorf("error %q has a placeholder", msg)
+			}
+			ute.Fix = "ALTER PUBLICATION p ADD TABLE public.t (id)"
+			if msg := ute.Error(); !strings.Contains(msg, "column list:\n  ALTER PUBLICATION p ADD TABLE public.t (id)\nor exclude it") {
+				t.Errorf("error with a fix %q, want the fix in it", msg)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(msg, w) {

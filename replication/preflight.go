@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	icego "github.com/apache/iceberg-go"
@@ -87,6 +88,7 @@ func Preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 				Fix:     fmt.Sprintf("GRANT SELECT ON %s.%s TO %s;", decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name), decode.QuoteIdent(user)),
 			})
 		}
+		var unmapped []*mapping.UnsupportedTypeError
 		for i := range rel.Columns {
 			rel.Columns[i].Override = overrides.Match(rel.QualifiedName(), rel.Columns[i].Name, rel.Columns[i].TypeName)
 			c := rel.Columns[i]
@@ -98,6 +100,10 @@ func Preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 			}
 			typ, err := mapping.For(rel.QualifiedName(), c.Mapping())
 			if err != nil {
+				var ute *mapping.UnsupportedTypeError
+				if errors.As(err, &ute) {
+					unmapped = append(unmapped, ute)
+				}
 				errs = append(errs, err)
 				continue
 			}
@@ -116,11 +122,48 @@ func Preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 				rel.KeyNote = fmt.Sprintf("REPLICA IDENTITY FULL without a usable primary key keeps the mirror by the whole row, and %s, so rows cannot be compared: add a primary key (not deferrable), or run ALTER TABLE %s REPLICA IDENTITY USING INDEX <a unique index>", why, rel.QuotedName())
 			}
 		}
+		if len(unmapped) > 0 {
+			fix, err := columnListFix(ctx, conn, publication, rel, unmapped)
+			if err != nil {
+				return nil, err
+			}
+			for _, ute := range unmapped {
+				ute.Fix = fix
+			}
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return rels, nil
+}
+
+// columnListFix returns the statements that publish rel without its
+// unmapped columns (keeping its row filter), or "" when the table is not
+// in the publication by name (FOR ALL TABLES, TABLES IN SCHEMA: no column
+// list possible) or has no other column.
+func columnListFix(ctx context.Context, conn *pgx.Conn, publication string, rel *decode.Relation, unmapped []*mapping.UnsupportedTypeError) (string, error) {
+	var named bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_publication_rel pr JOIN pg_publication p ON p.oid = pr.prpubid
+		WHERE p.pubname = $1 AND pr.prrelid = $2)`, publication, rel.ID).Scan(&named); err != nil {
+		return "", fmt.Errorf("look up %s in publication %q: %w", rel.QualifiedName(), publication, err)
+	}
+	var others []string
+	for _, c := range rel.Columns {
+		if !slices.ContainsFunc(unmapped, func(u *mapping.UnsupportedTypeError) bool { return u.Column == c.Name }) {
+			others = append(others, decode.QuoteIdent(c.Name))
+		}
+	}
+	if !named || len(others) == 0 {
+		return "", nil
+	}
+	pub, tbl := decode.QuoteIdent(publication), decode.QuoteIdent(rel.Schema)+"."+decode.QuoteIdent(rel.Name)
+	where := ""
+	if rel.RowFilter != "" {
+		where = " WHERE (" + rel.RowFilter + ")"
+	}
+	return fmt.Sprintf("BEGIN; ALTER PUBLICATION %s DROP TABLE %s; ALTER PUBLICATION %s ADD TABLE %s (%s)%s; COMMIT;",
+		pub, tbl, pub, tbl, strings.Join(others, ", "), where), nil
 }
 
 // publishedTables lists the publication's tables with their published
