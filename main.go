@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -120,6 +121,7 @@ func main() {
 					&cli.StringFlag{Name: "backfill", EnvVars: env("backfill"), Value: "copy", Usage: "copy: copy existing rows of every published table first; skip: only stream changes from now on"},
 					&cli.IntFlag{Name: "backfill-workers", EnvVars: env("backfill-workers"), Value: runtime.NumCPU(), Usage: "connections copying a table in parallel (ctid block ranges, one snapshot)"},
 					&cli.StringFlag{Name: "metrics-addr", EnvVars: env("metrics-addr"), Usage: "serve Prometheus metrics at /metrics and progress as JSON at /status, e.g. 127.0.0.1:9187"},
+					flagOnStaleTable,
 				},
 				Action: runCmd,
 			},
@@ -259,9 +261,20 @@ func runCmd(c *cli.Context) error {
 		// copied now, each in a snapshot of its own (see SyncTable).
 		// The stream resumes at the slot's confirmed position: chunks an
 		// interrupted copy committed in a snapshot at or after it are kept.
-		_, notDone := sink.CopyState()
-		if err := checkRenames(ctx, conn, sink, rels, append(notDone, sink.RecopyPending()...)); err != nil {
+		// Before anything is written: a table behind what the slot
+		// confirmed (a restored catalog) is never streamed into silently.
+		stale, err := staleTables(ctx, c, sink, rels, slot, info.ConfirmedFlush, log)
+		if err != nil {
 			return err
+		}
+		_, notDone := sink.CopyState()
+		if err := checkRenames(ctx, conn, sink, rels, slices.Concat(notDone, sink.RecopyPending(), stale)); err != nil {
+			return err
+		}
+		for _, rel := range stale {
+			if err := backfillTable(ctx, c, source, rel, sink, nil, 0, log); err != nil {
+				return stoppedOr(ctx, err, log)
+			}
 		}
 		for _, rel := range notDone {
 			if err := backfillTable(ctx, c, source, rel, sink, nil, info.ConfirmedFlush, log); err != nil {
@@ -565,6 +578,9 @@ func backfillCmd(c *cli.Context) error {
 	if err := addTable(ctx, conn, sink, rel); err != nil {
 		return err
 	}
+	if _, err := staleTables(ctx, c, sink, rels, slot, info.ConfirmedFlush, log); err != nil {
+		return err
+	}
 	if err := backfillTable(ctx, c, source, rel, sink, nil, 0, log); err != nil {
 		return err
 	}
@@ -626,7 +642,11 @@ func statusCmd(c *cli.Context) error {
 			if !at.IsZero() {
 				when = at.UTC().Format(time.RFC3339)
 			}
-			lines = append(lines, fmt.Sprintf("%-40s watermark %-14s last commit %s", name, lsn, when))
+			line := fmt.Sprintf("%-40s watermark %-14s last commit %s", name, lsn, when)
+			if info.ConfirmedFlush != 0 { // the slot exists
+				line += staleNote(ctx, tbl, info.ConfirmedFlush)
+			}
+			lines = append(lines, line)
 		}
 	}
 	sort.Strings(lines)

@@ -21,6 +21,7 @@ func repairCommand() *cli.Command {
    pg2iceberg repair --warehouse ./warehouse --dry-run shop.orders shop.orders__changelog`,
 		Flags: []cli.Flag{flagWarehouse, flagCatalog, flagS3Endpoint, flagS3Region, flagS3PathStye,
 			&cli.BoolFlag{Name: "dry-run", Usage: "print what would change, change nothing"},
+			&cli.BoolFlag{Name: "force", Usage: "point the catalog at the newest valid metadata file even when it does not descend from the one the catalog points at (a forked history)"},
 			&cli.StringFlag{Name: "location", Usage: "the table's location, when it is not <warehouse>/<namespace>.db/<table> and the catalog has no entry (one table only)"},
 		},
 		Action: repairCmd,
@@ -40,7 +41,7 @@ func repairCmd(c *cli.Context) error {
 	var errs []error
 	for _, name := range tables {
 		ident := strings.Split(name, ".")
-		res, err := iceberg.Repair(c.Context, catalogConfig(c), ident, location, dry)
+		res, err := iceberg.Repair(c.Context, catalogConfig(c), ident, location, dry, c.Bool("force"))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue

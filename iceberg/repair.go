@@ -46,7 +46,14 @@ type RepairResult struct {
 // Only SQL catalogs (the embedded SQLite file, postgres://) can be
 // repaired. Stop the bridge first: Repair does not coordinate with a
 // running writer.
-func Repair(ctx context.Context, c CatalogConfig, ident table.Identifier, location string, dryRun bool) (RepairResult, error) {
+//
+// The newest file must descend from the one the catalog points at (it
+// lists it among its previous files, or has its current snapshot), unless
+// that one is missing or invalid or force is set: otherwise the table's
+// history forked (commits were made on top of an older catalog, such as a
+// re-copy by run --on-stale-table=recopy), and the newest file by number
+// is not known to be the right one.
+func Repair(ctx context.Context, c CatalogConfig, ident table.Identifier, location string, dryRun, force bool) (RepairResult, error) {
 	var res RepairResult
 	if len(ident) < 2 {
 		return res, fmt.Errorf("table %q: give namespace.table", strings.Join(ident, "."))
@@ -115,6 +122,12 @@ func Repair(ctx context.Context, c CatalogConfig, ident table.Identifier, locati
 	}
 	res.Newest = newest.MetadataLocation()
 	res.Changed = res.Newest != res.Was
+	if res.Changed && res.Was != "" && !force {
+		if was, err := validMetadata(ctx, ident, res.Was, res.Location, props, fsys); err == nil && !descends(newest, was) {
+			return res, fmt.Errorf("the newest metadata file %s does not descend from %s, which the catalog points at: the table's history forked (commits were made on top of an older catalog, for example by run --on-stale-table=recopy, which copied the table again), so the catalog entry is kept. "+
+				"If the catalog's branch is the right one there is nothing to do; to take the newest file's branch instead, run repair again with --force", path.Base(res.Newest), path.Base(res.Was))
+		}
+	}
 	if !res.Changed || dryRun {
 		return res, nil
 	}
@@ -126,6 +139,18 @@ func Repair(ctx context.Context, c CatalogConfig, ident table.Identifier, locati
 		return res, err
 	}
 	return res, nil
+}
+
+// descends reports whether newer's history contains older: older is among
+// its previous metadata files, or its current snapshot is one of newer's.
+func descends(newer, older *table.Table) bool {
+	for e := range newer.Metadata().PreviousFiles() {
+		if e.MetadataFile == older.MetadataLocation() {
+			return true
+		}
+	}
+	snap := older.CurrentSnapshot()
+	return snap == nil || newer.Metadata().SnapshotByID(snap.SnapshotID) != nil
 }
 
 type metadataFile struct {
@@ -155,15 +180,9 @@ func metadataFiles(fsys icebergio.IO, dir string) ([]metadataFile, error) {
 			return fs.SkipDir
 		}
 		name := d.Name()
-		if !strings.HasSuffix(name, ".metadata.json") {
-			return nil
+		if v, ok := metadataVersion(name); ok {
+			out = append(out, metadataFile{location: dir + "/" + name, version: v})
 		}
-		num, _, ok := strings.Cut(name, "-")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil
-		}
-		out = append(out, metadataFile{location: dir + "/" + name, version: v})
 		return nil
 	})
 	if err != nil {
@@ -178,6 +197,18 @@ func metadataFiles(fsys icebergio.IO, dir string) ([]metadataFile, error) {
 	return out, nil
 }
 
+// metadataVersion returns the version of a metadata file (the NNNNN of
+// .../NNNNN-<uuid>.metadata.json).
+func metadataVersion(loc string) (int, bool) {
+	name := path.Base(loc)
+	if !strings.HasSuffix(name, ".metadata.json") {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(name, "-")
+	v, err := strconv.Atoi(num)
+	return v, ok && err == nil
+}
+
 // validMetadata loads the metadata file at loc and checks that it belongs
 // to the table at location and that its current snapshot's files exist.
 func validMetadata(ctx context.Context, ident table.Identifier, loc, location string, props map[string]string, fsys icebergio.IO) (*table.Table, error) {
@@ -188,22 +219,31 @@ func validMetadata(ctx context.Context, ident table.Identifier, loc, location st
 	if got := strings.TrimSuffix(tbl.Location(), "/"); got != location {
 		return nil, fmt.Errorf("belongs to the table at %s", got)
 	}
+	if err := currentFilesExist(tbl, fsys); err != nil {
+		return nil, err
+	}
+	return tbl, nil
+}
+
+// currentFilesExist checks that the manifest list and the manifests of a
+// table's current snapshot exist.
+func currentFilesExist(tbl *table.Table, fsys icebergio.IO) error {
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
-		return tbl, nil
+		return nil
 	}
 	manifests, err := snap.Manifests(fsys)
 	if err != nil {
-		return nil, fmt.Errorf("manifest list of snapshot %d: %w", snap.SnapshotID, err)
+		return fmt.Errorf("manifest list of snapshot %d: %w", snap.SnapshotID, err)
 	}
 	for _, m := range manifests {
 		f, err := fsys.Open(m.FilePath())
 		if err != nil {
-			return nil, fmt.Errorf("manifest of snapshot %d: %w", snap.SnapshotID, err)
+			return fmt.Errorf("manifest of snapshot %d: %w", snap.SnapshotID, err)
 		}
 		_ = f.Close()
 	}
-	return tbl, nil
+	return nil
 }
 
 // catalogRow is a table's row in a SQL catalog's iceberg_tables.

@@ -131,7 +131,7 @@ func TestRepair(t *testing.T) {
 			tc.damage(t, f)
 			changed := tc.changed
 
-			dry, err := Repair(ctx, f.cfg, ident, "", true)
+			dry, err := Repair(ctx, f.cfg, ident, "", true, false)
 			if err != nil {
 				t.Fatalf("Repair(dry run) = %v", err)
 			}
@@ -143,7 +143,7 @@ func TestRepair(t *testing.T) {
 				t.Errorf("dry run changed the entry from %q to %q", dry.Was, after)
 			}
 
-			res, err := Repair(ctx, f.cfg, ident, "", false)
+			res, err := Repair(ctx, f.cfg, ident, "", false, false)
 			if err != nil {
 				t.Fatalf("Repair = %v", err)
 			}
@@ -160,7 +160,7 @@ func TestRepair(t *testing.T) {
 			if got, wantSnap := tbl.CurrentSnapshot().SnapshotID, f.versions[tc.want].CurrentSnapshot().SnapshotID; got != wantSnap {
 				t.Errorf("after repair the current snapshot is %d, want %d", got, wantSnap)
 			}
-			again, err := Repair(ctx, f.cfg, ident, "", false)
+			again, err := Repair(ctx, f.cfg, ident, "", false, false)
 			if err != nil || again.Changed {
 				t.Errorf("second Repair = changed %t, %v; want no change", again.Changed, err)
 			}
@@ -193,10 +193,41 @@ func TestRepairErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Repair(ctx, tc.cfg, tc.ident, "", false)
+			_, err := Repair(ctx, tc.cfg, tc.ident, "", false, false)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Repair(%v) = %v, want an error containing %q", tc.ident, err, tc.want)
 			}
 		})
+	}
+}
+
+// Commits on top of an older catalog entry fork the table's history: the
+// newest file by number is then on the other branch, and repair keeps the
+// catalog's entry unless forced.
+func TestRepairForked(t *testing.T) {
+	ctx := context.Background()
+	ident := table.Identifier{"shop", "t"}
+	f := newRepairFixture(t)
+	f.point(t, f.versions[1].MetadataLocation())
+	old, err := f.cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := repairRows(99)
+	fork, err := old.AppendTable(ctx, rows, 10, nil)
+	rows.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Repair(ctx, f.cfg, ident, "", true, false)
+	if err == nil || !strings.Contains(err.Error(), "forked") {
+		t.Fatalf("Repair of a forked table = %v, want an error saying the history forked", err)
+	}
+	if tbl, _ := f.cat.LoadTable(ctx, ident); tbl.MetadataLocation() != fork.MetadataLocation() {
+		t.Errorf("after the refused repair the catalog points at %s, want %s (the fork's)", tbl.MetadataLocation(), fork.MetadataLocation())
+	}
+	res, err := Repair(ctx, f.cfg, ident, "", false, true)
+	if err != nil || res.Newest != f.versions[3].MetadataLocation() {
+		t.Errorf("Repair(force) = %s, %v; want %s", res.Newest, err, f.versions[3].MetadataLocation())
 	}
 }

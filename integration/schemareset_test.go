@@ -17,13 +17,23 @@ const usersSchema = `CREATE SCHEMA app;
 
 const usersSlot = "pg2iceberg_app_pub"
 
-// startUsers starts a PostgreSQL with app.users in publication app_pub and
-// a bridge streaming it into a local warehouse. common holds the flags
+// startUsers starts a PostgreSQL with app.users in publication app_pub
+// (then runs extraSQL) and a bridge streaming it into a local warehouse. common holds the flags
 // every command takes, run the bridge's command line.
-func startUsers(t *testing.T) (conn *pgx.Conn, tg target, common, run []string, b *bridge) {
+func startUsers(t *testing.T, extraSQL string) (conn *pgx.Conn, tg target, common, run []string, b *bridge) {
 	t.Helper()
-	pg, conn := startSource(t, usersSchema)
-	tg = localTarget(t)
+	return startUsersAt(t, localTarget(t), extraSQL)
+}
+
+// startUsersAt is startUsers into tg. For S3 it puts the credentials in
+// the test's environment, which every command the test runs inherits.
+func startUsersAt(t *testing.T, tg target, extraSQL string) (conn *pgx.Conn, _ target, common, run []string, b *bridge) {
+	t.Helper()
+	for _, kv := range tg.env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	pg, conn := startSource(t, usersSchema+extraSQL)
 	common = append([]string{"--source", pg.SuperURL("postgres"), "--publication", "app_pub"}, tg.args()...)
 	run = append([]string{"run", "--flush-interval", "1s"}, common...)
 	b = startBridge(t, nil, run...)
@@ -76,7 +86,7 @@ func checkUsers(t *testing.T, tg target, conn *pgx.Conn, bID int, step string) {
 // NULL and leaving c and d out. The next run streams on; the changelog
 // keeps the changes made before the rename under the renamed field.
 func TestBackfillAfterSchemaChange(t *testing.T) {
-	conn, tg, common, run, b := startUsers(t)
+	conn, tg, common, run, b := startUsers(t, "")
 	exec1(t, conn, `UPDATE app.users SET b = 'early ' || id WHERE id BETWEEN 100 AND 110`)
 	waitCaughtUp(t, conn, usersSlot, b)
 	b.stop(t)
@@ -136,7 +146,7 @@ func TestBackfillAfterSchemaChange(t *testing.T) {
 // --table, then run) brings the mirror back to PostgreSQL and streaming
 // continues.
 func TestRenameWithoutCapture(t *testing.T) {
-	conn, tg, common, run, b := startUsers(t)
+	conn, tg, common, run, b := startUsers(t, "")
 	waitCaughtUp(t, conn, usersSlot, b)
 	bID := fieldIDs(t, tg, "app.users")["b"]
 
