@@ -324,6 +324,10 @@ func runCmd(c *cli.Context) error {
 			},
 			OnKeyGained: func(ctx context.Context, relID uint32, keepalive func() error) error {
 				full, err := replication.LookupTable(ctx, conn, pub, relID, overrides)
+				if errors.Is(err, replication.ErrNotPublished) {
+					log.Warn("table gained a key but is gone or no longer published: no mirror", "relid", relID)
+					return nil
+				}
 				if err != nil {
 					return err
 				}
@@ -358,6 +362,10 @@ func runCmd(c *cli.Context) error {
 					return sink.ClearRecopy(ctx, relID)
 				}
 				full, err := replication.LookupTable(ctx, conn, pub, relID, overrides)
+				if errors.Is(err, replication.ErrNotPublished) {
+					log.Warn("column added with a default or retyped, but the table is gone or no longer published: not copied again", "relid", relID)
+					return sink.ClearRecopy(ctx, relID)
+				}
 				if err != nil {
 					return err
 				}

@@ -12,7 +12,13 @@ type Progress struct {
 	received atomic.Uint64 // end of the last WAL message received
 	acked    atomic.Uint64 // last flush position sent to the server
 	walEnd   atomic.Uint64 // the server's WAL end, from keepalives
+
+	skipped atomic.Int64 // changes and truncates of tables gone or no longer published
 }
+
+// ChangesSkipped counts the changes (and truncates) skipped because their
+// table is gone or no longer published.
+func (p *Progress) ChangesSkipped() int64 { return p.skipped.Load() }
 
 // Received is the end of the last WAL message received.
 func (p *Progress) Received() decode.LSN { return decode.LSN(p.received.Load()) }

@@ -103,6 +103,12 @@ type stream struct {
 	acked   decode.LSN
 	lastAck time.Time
 
+	// txXID and txCommitLSN are the open transaction's top-level XID and
+	// commit LSN.
+	txXID       uint32
+	txCommitLSN decode.LSN
+	skipped     map[uint32]string // tables gone or no longer published, by relid: their changes are skipped
+
 	progress *Progress
 }
 
@@ -139,7 +145,7 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, cfg StreamConfig, sink Sin
 		return err
 	}
 	defer sp.close()
-	s := &stream{cfg: cfg, conn: conn, sink: sink, log: log, spool: sp, progress: cfg.Progress}
+	s := &stream{cfg: cfg, conn: conn, sink: sink, log: log, spool: sp, progress: cfg.Progress, skipped: make(map[uint32]string)}
 	if spec, ok := sink.(Speculator); ok {
 		s.spec = &specState{sink: spec, dec: decode.Decoder{Transient: true}, subs: make(map[uint32]bool)}
 		// A speculation lives as long as the spool that backs it.
@@ -326,8 +332,7 @@ func (s *stream) message(ctx context.Context, data []byte) error {
 func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 	switch m := msg.(type) {
 	case *decode.Begin:
-		s.inTx = true
-		s.sink.Begin(m.XID, m.FinalLSN, m.CommitTime)
+		s.begin(m.XID, m.FinalLSN, m.CommitTime)
 	case *decode.Commit:
 		s.inTx = false
 		if err := s.sink.Commit(ctx, m.EndLSN); err != nil {
@@ -335,19 +340,22 @@ func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 		}
 		return s.keysGained(ctx)
 	case *decode.RelationMessage:
-		if !s.sink.Has(m.Rel.ID) && s.cfg.OnNewTable != nil {
-			keepalive := func() error { return s.sendStatus(ctx) }
-			if err := s.cfg.OnNewTable(ctx, m.Rel, keepalive); err != nil {
-				return err
-			}
+		if skip, err := s.newTable(ctx, m.Rel); skip || err != nil {
+			return err
 		}
 		if err := s.sink.Relation(ctx, m.Rel); err != nil {
 			return err
 		}
 		return s.columnsAdded(ctx)
 	case *decode.Change:
+		if len(s.skipped) > 0 && s.skip(m.Rel.ID) {
+			return nil
+		}
 		return s.sink.Change(m)
 	case *decode.TruncateMessage:
+		for _, rel := range m.Rels {
+			s.skip(rel.ID) // counted; the sink leaves tables it does not know alone
+		}
 		return s.sink.Truncate(m.Rels)
 	case *decode.StreamStart:
 		s.curXID = m.XID
@@ -394,6 +402,14 @@ func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 		return fmt.Errorf("unhandled message %T", msg)
 	}
 	return nil
+}
+
+// begin opens a transaction of top-level XID xid (whole, or a streamed one
+// replayed at its commit).
+func (s *stream) begin(xid uint32, commitLSN decode.LSN, commitTS time.Time) {
+	s.inTx = true
+	s.txXID, s.txCommitLSN = xid, commitLSN
+	s.sink.Begin(xid, commitLSN, commitTS)
 }
 
 // speculating reports whether the sink applies streamed transaction xid
@@ -459,7 +475,7 @@ func (s *stream) replay(ctx context.Context, m *decode.StreamCommit) error {
 		spooled = sf.bytes
 	}
 	s.log.Info("streamed transaction committed", "xid", m.XID, "spooled_bytes", spooled, "commit_lsn", m.CommitLSN)
-	s.sink.Begin(m.XID, m.CommitLSN, m.CommitTime)
+	s.begin(m.XID, m.CommitLSN, m.CommitTime)
 	err := s.spool.replay(m.XID, func(data []byte) error {
 		msg, err := s.dec.DecodeStreamed(data)
 		if err != nil {

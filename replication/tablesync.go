@@ -61,5 +61,5 @@ func LookupTable(ctx context.Context, conn *pgx.Conn, publication string, relID 
 			return r, nil
 		}
 	}
-	return nil, fmt.Errorf("relation %d is not in publication %q", relID, publication)
+	return nil, fmt.Errorf("relation %d, publication %q: %w", relID, publication, ErrNotPublished)
 }

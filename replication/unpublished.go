@@ -1,0 +1,48 @@
+package replication
+
+import (
+	"context"
+	"errors"
+
+	"github.com/pg2iceberg/pg2iceberg/decode"
+)
+
+// ErrNotPublished is a table that the stream has changes for but that is
+// not in the publication now: it was dropped, or removed from the
+// publication, after the changes were made.
+var ErrNotPublished = errors.New("not in the publication now (dropped, or removed from it)")
+
+// newTable handles a relation message for a table the sink does not know:
+// OnNewTable copies it; a table that is gone or no longer published (it
+// cannot be copied, and the changes alone would make a mirror without the
+// rows that came before them) is skipped. It reports whether the table's
+// messages are skipped.
+func (s *stream) newTable(ctx context.Context, rel *decode.Relation) (bool, error) {
+	if s.sink.Has(rel.ID) {
+		return false, nil
+	}
+	if s.cfg.OnNewTable == nil {
+		return false, nil
+	}
+	err := s.cfg.OnNewTable(ctx, rel, func() error { return s.sendStatus(ctx) })
+	if errors.Is(err, ErrNotPublished) {
+		s.skipped[rel.ID] = rel.QualifiedName()
+		s.log.Warn("table gone or no longer published: its changes are skipped", "table", rel.QualifiedName(),
+			"relid", rel.ID, "xid", s.txXID, "commit_lsn", s.txCommitLSN)
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	delete(s.skipped, rel.ID)
+	return false, nil
+}
+
+// skip reports whether relID's changes are skipped, and counts one.
+func (s *stream) skip(relID uint32) bool {
+	if _, ok := s.skipped[relID]; !ok {
+		return false
+	}
+	s.progress.skipped.Add(1)
+	return true
+}
