@@ -131,6 +131,7 @@ func main() {
 				Flags: []cli.Flag{&cli.StringFlag{Name: "source", EnvVars: env("source"), Usage: flagSource.Usage + " (a superuser; not needed with --print)"},
 					&cli.BoolFlag{Name: "print", Usage: "print the SQL instead of running it"},
 					&cli.BoolFlag{Name: "uninstall", Usage: "remove the DDL capture"},
+					&cli.StringFlag{Name: "grant-to", Usage: "the role the bridge runs as, when it is not a superuser: granted the right to read the key DDL events are signed with"},
 				},
 				Action: setupCmd,
 			},
@@ -312,6 +313,7 @@ func runCmd(c *cli.Context) error {
 	for {
 		err = replication.Stream(ctx, repl, replication.StreamConfig{
 			Slot: slot, Publication: pub, Start: start, SpoolDir: c.String("spool-dir"), Progress: progress,
+			LoadDDLKey: func(ctx context.Context) ([]byte, error) { return replication.LoadDDLKey(ctx, conn) },
 			OnNewTable: func(ctx context.Context, rel *decode.Relation, keepalive func() error) error {
 				full, err := replication.LookupTable(ctx, conn, pub, rel.ID, overrides)
 				if err != nil {
@@ -505,34 +507,6 @@ func reconnect(ctx context.Context, source string, backoff *time.Duration, log *
 		*backoff = min(*backoff*2, 30*time.Second)
 		log.Warn("reconnect failed", "error", err, "next_attempt_in", *backoff)
 	}
-}
-
-func setupCmd(c *cli.Context) error {
-	if c.Bool("print") {
-		if c.Bool("uninstall") {
-			fmt.Print(replication.UninstallSQL)
-		} else {
-			fmt.Print(replication.SetupSQL)
-		}
-		return nil
-	}
-	if c.String("source") == "" {
-		return errors.New("--source is required to install the DDL capture (or use --print to see the SQL)")
-	}
-	conn, err := replication.Connect(c.Context, c.String("source"))
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	if err := replication.Setup(c.Context, conn, c.Bool("uninstall")); err != nil {
-		return err
-	}
-	if c.Bool("uninstall") {
-		fmt.Println("DDL capture removed")
-	} else {
-		fmt.Println("DDL capture installed: event trigger pg2iceberg_ddl")
-	}
-	return nil
 }
 
 func backfillCmd(c *cli.Context) error {

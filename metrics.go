@@ -54,6 +54,7 @@ func serveMetrics(addr string, p *replication.Progress, st *iceberg.Stats, log *
 		gauge("pg2iceberg_lag_bytes", "WAL between the server's end and the acknowledged LSN.", p.LagBytes())
 		fmt.Fprintf(w, "# HELP pg2iceberg_changes_total Row changes committed to Iceberg.\n# TYPE pg2iceberg_changes_total counter\npg2iceberg_changes_total %d\n", st.Changes.Load())
 		fmt.Fprintf(w, "# HELP pg2iceberg_flushes_total Flushes committed.\n# TYPE pg2iceberg_flushes_total counter\npg2iceberg_flushes_total %d\n", st.Flushes.Load())
+		fmt.Fprintf(w, "# HELP pg2iceberg_ddl_events_ignored_total DDL events ignored: not signed by the DDL capture's trigger for their transaction, or malformed.\n# TYPE pg2iceberg_ddl_events_ignored_total counter\npg2iceberg_ddl_events_ignored_total %d\n", p.DDLIgnored())
 		fmt.Fprintf(w, "# HELP pg2iceberg_changes_skipped_total Row changes and truncates skipped because their table is gone or no longer published.\n# TYPE pg2iceberg_changes_skipped_total counter\npg2iceberg_changes_skipped_total %d\n", p.ChangesSkipped())
 		fmt.Fprintf(w, "# HELP pg2iceberg_table_watermark_lsn LSN watermark of each Iceberg table.\n# TYPE pg2iceberg_table_watermark_lsn gauge\n")
 		for _, t := range st.Tables() {

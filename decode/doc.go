@@ -8,6 +8,9 @@
 // of a table in a session and again after its schema changes) and tracks
 // whether it is inside a streamed (in-progress) transaction.
 //
+// The body of a DDL capture message, once replication has checked its
+// signature, is parsed by ParseDDLEvent.
+//
 // Invariants:
 //   - decode is pure: no I/O, no goroutines, no logging.
 //   - An unchanged TOAST value ('u' in pgoutput) is a Datum of kind

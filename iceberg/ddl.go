@@ -23,30 +23,6 @@ import (
 // attnum, new name) from a drop and an add.
 const PropAttNums = "pg2iceberg.attnums"
 
-// DDLEvent is the message the DDL capture emits (see replication.SetupSQL).
-type DDLEvent struct {
-	RelID  uint32 `json:"relid"`
-	Tag    string `json:"tag"`
-	Schema string `json:"schema"`
-	Table  string `json:"table"`
-	// WholeRow: the mirror is kept by the whole row (REPLICA IDENTITY FULL
-	// without a primary key that is not deferrable); nil from older
-	// triggers.
-	WholeRow *bool `json:"whole_row"`
-	Columns  []struct {
-		AttNum  int    `json:"attnum"`
-		Name    string `json:"name"`
-		TypeOID uint32 `json:"type_oid"`
-		TypeMod int32  `json:"typmod"`
-		NotNull bool   `json:"not_null"`
-		// Generated is nil in events of a trigger installed before it was
-		// sent (pg2iceberg setup installs the current one).
-		Generated *bool `json:"generated"`
-		// Key: the column is in the mirror's key (nil from older triggers).
-		Key *bool `json:"key"`
-	} `json:"columns"`
-}
-
 func attNumsOf(tbl *table.Table) map[int]string {
 	var m map[int]string
 	if v, ok := tbl.Properties()[PropAttNums]; ok {
@@ -110,14 +86,11 @@ func (s *Sink) InitAttNums(ctx context.Context, relID uint32, attnums map[int]st
 	return nil
 }
 
-// DDL applies a captured DDL event of the open transaction: renames first
-// (by attnum), then adds, drops and promotions as a relation change would.
-// The schema changes are committed at once, before any row change follows.
-func (s *Sink) DDL(ctx context.Context, content []byte) error {
-	var ev DDLEvent
-	if err := json.Unmarshal(content, &ev); err != nil {
-		return fmt.Errorf("malformed DDL event %q: %w", content, err)
-	}
+// DDL applies a captured DDL event of the open transaction, authenticated
+// by the stream (see replication.SetupSQL): renames first (by attnum), then
+// adds, drops and promotions as a relation change would. The schema
+// changes are committed at once, before any row change follows.
+func (s *Sink) DDL(ctx context.Context, ev *decode.DDLEvent) error {
 	s.SpecAbandon("DDL on a published table")
 	st, ok := s.tables[ev.RelID]
 	if !ok || !s.txOpen {
@@ -159,7 +132,7 @@ func (s *Sink) DDL(ctx context.Context, content []byte) error {
 	// A key from an index (primary key or replica identity index), or the
 	// whole row, that is not the mirror's: re-key. No key at all is left as
 	// it is.
-	keys, ok := ev.keyNames()
+	keys, ok := ev.KeyNames()
 	wholeRow := ok && len(keys) == 0 && ev.WholeRow != nil && *ev.WholeRow && s.wholeRowComparable(st.rel)
 	if (len(keys) > 0 || wholeRow) && st.mirror == nil {
 		// A table without a key has a changelog only. Its mirror is made
@@ -297,22 +270,6 @@ func (s *Sink) applyDrops(ctx context.Context) error {
 	}
 	s.publishStatus()
 	return nil
-}
-
-// keyNames returns the event's key columns (those of the primary key, else
-// of the replica identity index), in column order; false when the event
-// does not say (an older trigger).
-func (ev *DDLEvent) keyNames() ([]string, bool) {
-	var out []string
-	for _, c := range ev.Columns {
-		if c.Key == nil {
-			return nil, false
-		}
-		if *c.Key {
-			out = append(out, c.Name)
-		}
-	}
-	return out, true
 }
 
 // wholeRowComparable reports whether every column of rel can be part of a

@@ -167,7 +167,8 @@ func columnListFix(ctx context.Context, conn *pgx.Conn, publication string, rel 
 }
 
 // publishedTables lists the publication's tables with their published
-// columns in attnum order (pgoutput's order).
+// columns in attnum order (pgoutput's order). The DDL capture's schema is
+// left out: a FOR ALL TABLES publication holds its key.
 func publishedTables(ctx context.Context, conn *pgx.Conn, publication string) ([]*decode.Relation, error) {
 	rows, err := conn.Query(ctx, `
 		SELECT c.oid, pt.schemaname, pt.tablename, c.relreplident, pt.attnames, COALESCE(pt.rowfilter, ''),
@@ -176,8 +177,8 @@ func publishedTables(ctx context.Context, conn *pgx.Conn, publication string) ([
 		FROM pg_publication_tables pt
 		JOIN pg_namespace n ON n.nspname = pt.schemaname
 		JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename
-		WHERE pt.pubname = $1
-		ORDER BY 2, 3`, publication)
+		WHERE pt.pubname = $1 AND pt.schemaname <> $2
+		ORDER BY 2, 3`, publication, CaptureSchema)
 	if err != nil {
 		return nil, fmt.Errorf("list tables of publication %q: %w", publication, err)
 	}

@@ -13,8 +13,13 @@ type Progress struct {
 	acked    atomic.Uint64 // last flush position sent to the server
 	walEnd   atomic.Uint64 // the server's WAL end, from keepalives
 
-	skipped atomic.Int64 // changes and truncates of tables gone or no longer published
+	skipped    atomic.Int64 // changes and truncates of tables gone or no longer published
+	ddlIgnored atomic.Int64 // DDL events not authenticated or malformed
 }
+
+// DDLIgnored counts the DDL events ignored: unsigned, badly signed or
+// malformed.
+func (p *Progress) DDLIgnored() int64 { return p.ddlIgnored.Load() }
 
 // ChangesSkipped counts the changes (and truncates) skipped because their
 // table is gone or no longer published.

@@ -22,8 +22,9 @@ type Sink interface {
 	// Has reports whether the table is known (copied or being streamed).
 	Has(relID uint32) bool
 	Relation(ctx context.Context, rel *decode.Relation) error
-	// DDL applies a captured DDL event (a logical message, see SetupSQL).
-	DDL(ctx context.Context, content []byte) error
+	// DDL applies a captured DDL event (a logical message, see SetupSQL),
+	// authenticated by the stream.
+	DDL(ctx context.Context, ev *decode.DDLEvent) error
 	// TakeAdded returns the columns schema evolution just added or retyped,
 	// by table.
 	TakeAdded() map[uint32]decode.NewColumns
@@ -86,6 +87,9 @@ type StreamConfig struct {
 	// table without a key one: the callback makes its mirror and copies the
 	// table (see SyncTable). Without it the mirror waits for the next start.
 	OnKeyGained func(ctx context.Context, relID uint32, keepalive func() error) error
+	// LoadDDLKey reads the key DDL events are signed with (see LoadDDLKey).
+	// Without it, or while it fails, DDL events are ignored.
+	LoadDDLKey func(ctx context.Context) ([]byte, error)
 }
 
 // stream is the state of one replication session.
@@ -108,6 +112,8 @@ type stream struct {
 	txXID       uint32
 	txCommitLSN decode.LSN
 	skipped     map[uint32]string // tables gone or no longer published, by relid: their changes are skipped
+	auth        ddlAuth
+	ddlWarned   bool // an ignored DDL event of the open transaction was logged
 
 	progress *Progress
 }
@@ -145,7 +151,8 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, cfg StreamConfig, sink Sin
 		return err
 	}
 	defer sp.close()
-	s := &stream{cfg: cfg, conn: conn, sink: sink, log: log, spool: sp, progress: cfg.Progress, skipped: make(map[uint32]string)}
+	s := &stream{cfg: cfg, conn: conn, sink: sink, log: log, spool: sp, progress: cfg.Progress, skipped: make(map[uint32]string),
+		auth: ddlAuth{load: cfg.LoadDDLKey}}
 	if spec, ok := sink.(Speculator); ok {
 		s.spec = &specState{sink: spec, dec: decode.Decoder{Transient: true}, subs: make(map[uint32]bool)}
 		// A speculation lives as long as the spool that backs it.
@@ -169,6 +176,7 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, cfg StreamConfig, sink Sin
 		return fmt.Errorf("start replication on slot %q: %w", cfg.Slot, err)
 	}
 	log.Info("streaming", "slot", cfg.Slot, "publication", cfg.Publication, "from", cfg.Start)
+	s.startDDLAuth(ctx)
 	return s.run(ctx)
 }
 
@@ -392,10 +400,7 @@ func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 		return s.replay(ctx, m)
 	case *decode.LogicalMessage:
 		if m.Transactional && m.Prefix == DDLPrefix && s.inTx {
-			if err := s.sink.DDL(ctx, m.Content); err != nil {
-				return err
-			}
-			return s.columnsAdded(ctx)
+			return s.ddl(ctx, m)
 		}
 	case *decode.TypeMessage, *decode.Origin:
 	default:
@@ -408,7 +413,7 @@ func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 // replayed at its commit).
 func (s *stream) begin(xid uint32, commitLSN decode.LSN, commitTS time.Time) {
 	s.inTx = true
-	s.txXID, s.txCommitLSN = xid, commitLSN
+	s.txXID, s.txCommitLSN, s.ddlWarned, s.auth.reloaded = xid, commitLSN, false, false
 	s.sink.Begin(xid, commitLSN, commitTS)
 }
 

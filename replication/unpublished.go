@@ -21,6 +21,11 @@ func (s *stream) newTable(ctx context.Context, rel *decode.Relation) (bool, erro
 	if s.sink.Has(rel.ID) {
 		return false, nil
 	}
+	if rel.Schema == CaptureSchema {
+		s.skipped[rel.ID] = ""
+		s.log.Debug("the DDL capture's own table is not mirrored", "table", rel.QualifiedName())
+		return true, nil
+	}
 	if s.cfg.OnNewTable == nil {
 		return false, nil
 	}
@@ -38,11 +43,15 @@ func (s *stream) newTable(ctx context.Context, rel *decode.Relation) (bool, erro
 	return false, nil
 }
 
-// skip reports whether relID's changes are skipped, and counts one.
+// skip reports whether relID's changes are skipped, and counts one (not
+// for the DDL capture's own table, named "").
 func (s *stream) skip(relID uint32) bool {
-	if _, ok := s.skipped[relID]; !ok {
+	name, ok := s.skipped[relID]
+	if !ok {
 		return false
 	}
-	s.progress.skipped.Add(1)
+	if name != "" {
+		s.progress.skipped.Add(1)
+	}
 	return true
 }
