@@ -200,6 +200,9 @@ func runCmd(c *cli.Context) error {
 		return err
 	}
 	defer func() { conn.Close(context.Background()) }() // conn is reopened after a lost connection
+	if err := replication.Lease(ctx, conn, slot); err != nil {
+		return err
+	}
 	rels, err := replication.Preflight(ctx, conn, pub, overrides)
 	if err != nil {
 		return fmt.Errorf("preflight failed:\n%w", err)
@@ -404,6 +407,9 @@ func runCmd(c *cli.Context) error {
 			if conn, err = replication.Connect(ctx, source); err != nil {
 				return err
 			}
+			if err := replication.Relock(ctx, conn, slot); err != nil {
+				return err
+			}
 		}
 		start = sink.Durable()
 	}
@@ -523,12 +529,11 @@ func backfillCmd(c *cli.Context) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	info, err := replication.LookupSlot(ctx, conn, slot)
-	if err != nil {
-		return fmt.Errorf("slot %s: %w: run the bridge once first", slot, err)
+	if err := replication.Lease(ctx, conn, slot); err != nil {
+		return fmt.Errorf("stop the running bridge before a backfill: %w", err)
 	}
-	if info.Active {
-		return fmt.Errorf("slot %s is in use: stop the running bridge before a backfill (both would write the mirror)", slot)
+	if _, err := replication.LookupSlot(ctx, conn, slot); err != nil {
+		return fmt.Errorf("slot %s: %w: run the bridge once first", slot, err)
 	}
 	rels, err := replication.Preflight(ctx, conn, pub, overrides)
 	if err != nil {

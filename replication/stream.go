@@ -173,7 +173,7 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, cfg StreamConfig, sink Sin
 		"streaming 'on'",
 	}}
 	if err := pglogrepl.StartReplication(ctx, conn, cfg.Slot, cfg.Start, opts); err != nil {
-		return fmt.Errorf("start replication on slot %q: %w", cfg.Slot, err)
+		return startError(cfg.Slot, err)
 	}
 	log.Info("streaming", "slot", cfg.Slot, "publication", cfg.Publication, "from", cfg.Start)
 	s.startDDLAuth(ctx)
