@@ -91,7 +91,7 @@ func slotName(c *cli.Context) string {
 
 func newLogger(c *cli.Context) *slog.Logger {
 	level := slog.LevelInfo
-	if c.Bool("debug") {
+	if debugLevel(c) {
 		level = slog.LevelDebug
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
@@ -104,7 +104,7 @@ func main() {
 		Description: `Example:
    pg2iceberg run --source postgres://app@localhost/shop --publication shop_pub --warehouse ./warehouse
    pg2iceberg status --source postgres://app@localhost/shop --publication shop_pub --warehouse ./warehouse`,
-		Flags: []cli.Flag{&cli.BoolFlag{Name: "debug", EnvVars: env("debug"), Usage: "log at debug level"}},
+		Flags: []cli.Flag{flagDebug},
 		Commands: []*cli.Command{
 			serveCommand(), repairCommand(),
 			{
@@ -115,7 +115,7 @@ func main() {
 					&cli.DurationFlag{Name: "flush-interval", EnvVars: env("flush-interval"), Value: iceberg.DefaultFlushInterval, Usage: "commit at least this often while changes are pending, e.g. 5s"},
 					&cli.IntFlag{Name: "flush-rows", EnvVars: env("flush-rows"), Value: iceberg.DefaultFlushRows, Usage: "commit once this many changes are pending"},
 					&cli.Int64Flag{Name: "flush-bytes", EnvVars: env("flush-bytes"), Value: iceberg.DefaultFlushBytes, Usage: "commit once this many Parquet bytes are pending"},
-					&cli.StringFlag{Name: "memory-limit", EnvVars: env("memory-limit"), Value: "384MiB", Usage: "soft memory limit of the Go heap (GOMEMLIMIT syntax: 384MiB, 2GiB); the process peaks somewhat above it"},
+					&cli.StringFlag{Name: "memory-limit", EnvVars: env("memory-limit"), Value: "384MiB", Usage: "soft memory limit of the Go heap, e.g. 384MiB, 2GiB or 2GB (KB, MB, GB: powers of 1000; KiB, MiB, GiB: powers of 1024); the process peaks somewhat above it"},
 					&cli.BoolFlag{Name: "no-changelog", EnvVars: env("no-changelog"), Usage: "do not write <table>__changelog tables"},
 					&cli.StringFlag{Name: "spool-dir", EnvVars: env("spool-dir"), Usage: "directory for large in-progress transactions (default: the system temp dir)"},
 					&cli.StringFlag{Name: "backfill", EnvVars: env("backfill"), Value: "copy", Usage: "copy: copy existing rows of every published table first; skip: only stream changes from now on"},
@@ -153,27 +153,11 @@ func main() {
 			},
 		},
 	}
+	commandFlags(app)
 	if err := app.Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "pg2iceberg:", err)
 		os.Exit(1)
 	}
-}
-
-func parseBytes(s string) (int64, error) {
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			var n int64
-			if _, err := fmt.Sscanf(strings.TrimSuffix(s, u.suffix), "%d", &n); err != nil || n <= 0 {
-				break
-			}
-			return n * u.mult, nil
-		}
-	}
-	return 0, fmt.Errorf("memory limit %q: write a size like 512MiB or 2GiB", s)
 }
 
 func runCmd(c *cli.Context) error {
