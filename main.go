@@ -82,11 +82,12 @@ func catalogConfig(c *cli.Context) iceberg.CatalogConfig {
 	}
 }
 
-func slotName(c *cli.Context) string {
+// slotName is --slot, checked, or the slot derived from --publication.
+func slotName(c *cli.Context) (string, error) {
 	if s := c.String(flagSlot.Name); s != "" {
-		return s
+		return s, replication.ValidateSlotName(s)
 	}
-	return "pg2iceberg_" + c.String(flagPublication.Name)
+	return replication.SlotName(c.String(flagPublication.Name)), nil
 }
 
 func newLogger(c *cli.Context) *slog.Logger {
@@ -177,7 +178,11 @@ func runCmd(c *cli.Context) error {
 
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	source, pub, slot := c.String(flagSource.Name), c.String(flagPublication.Name), slotName(c)
+	source, pub := c.String(flagSource.Name), c.String(flagPublication.Name)
+	slot, err := slotName(c)
+	if err != nil {
+		return err
+	}
 
 	conn, err := replication.Connect(ctx, source)
 	if err != nil {
@@ -220,6 +225,9 @@ func runCmd(c *cli.Context) error {
 		},
 		Rules: overrides,
 	}, log)
+	if err := sink.CheckNames(rels); err != nil {
+		return fmt.Errorf("preflight failed:\n%w", err)
+	}
 	for _, rel := range rels {
 		if err := addTable(ctx, conn, sink, rel); err != nil {
 			return err
@@ -507,7 +515,11 @@ func backfillCmd(c *cli.Context) error {
 	log := newLogger(c)
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	source, pub, slot, want := c.String(flagSource.Name), c.String(flagPublication.Name), slotName(c), c.String("table")
+	source, pub, want := c.String(flagSource.Name), c.String(flagPublication.Name), c.String("table")
+	slot, err := slotName(c)
+	if err != nil {
+		return err
+	}
 	conn, err := replication.Connect(ctx, source)
 	if err != nil {
 		return err
@@ -546,6 +558,9 @@ func backfillCmd(c *cli.Context) error {
 		return err
 	}
 	sink := iceberg.NewSink(cat, iceberg.Config{Source: iceberg.SourceID{SystemID: sys.SystemID, Database: sys.Database, Slot: slot}}, log)
+	if err := sink.CheckNames(rels); err != nil {
+		return fmt.Errorf("preflight failed:\n%w", err)
+	}
 	if err := addTable(ctx, conn, sink, rel); err != nil {
 		return err
 	}
@@ -564,7 +579,11 @@ func statusCmd(c *cli.Context) error {
 		return err
 	}
 	ctx := c.Context
-	source, pub, slot := c.String(flagSource.Name), c.String(flagPublication.Name), slotName(c)
+	source, pub := c.String(flagSource.Name), c.String(flagPublication.Name)
+	slot, err := slotName(c)
+	if err != nil {
+		return err
+	}
 	conn, err := replication.Connect(ctx, source)
 	if err != nil {
 		return err

@@ -160,6 +160,9 @@ func (s *Sink) openMirror(ctx context.Context, rel *decode.Relation) (*mirror, e
 // their watermarks and rebuilds the mirror's key index. rel's columns must
 // carry NotNull and TypeName from the catalog.
 func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
+	if err := s.CheckNames([]*decode.Relation{rel}); err != nil {
+		return err
+	}
 	st := &sourceTable{rel: rel}
 	mid, cid := Identifiers(rel.Schema, rel.Name)
 	if rel.HasKey() {

@@ -168,7 +168,7 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, cfg StreamConfig, sink Sin
 	}
 	opts := pglogrepl.StartReplicationOptions{PluginArgs: []string{
 		"proto_version '2'",
-		fmt.Sprintf("publication_names '%s'", cfg.Publication),
+		publicationOption(cfg.Publication),
 		"messages 'true'",
 		"streaming 'on'",
 	}}

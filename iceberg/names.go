@@ -1,0 +1,48 @@
+package iceberg
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/pg2iceberg/pg2iceberg/decode"
+)
+
+// CheckNames reports source tables whose Iceberg tables would be one and
+// the same: a source table named t__changelog has the name of t's
+// changelog. rels are checked against each other and against the tables
+// the sink has, before any of them is opened (AddTable checks its table).
+// A mirror name is taken even for a table without a key, which may gain
+// one later.
+func (s *Sink) CheckNames(rels []*decode.Relation) error {
+	type owner struct {
+		rel  *decode.Relation
+		what string
+	}
+	taken := map[string]owner{}
+	var errs []error
+	add := func(rel *decode.Relation) {
+		mid, cid := Identifiers(rel.Schema, rel.Name)
+		names := map[string]string{strings.Join(mid, "."): "the mirror"}
+		if !s.cfg.NoChangelog {
+			names[strings.Join(cid, ".")] = "the changelog"
+		}
+		for name, what := range names {
+			o, ok := taken[name]
+			if ok && o.rel.ID != rel.ID {
+				errs = append(errs, fmt.Errorf("source tables %s and %s both map to Iceberg table %s (%s of %s, %s of %s): rename one of them, leave one out of the publication, or run with --no-changelog",
+					o.rel.QualifiedName(), rel.QualifiedName(), name, o.what, o.rel.QualifiedName(), what, rel.QualifiedName()))
+				continue
+			}
+			taken[name] = owner{rel, what}
+		}
+	}
+	for _, st := range s.tables {
+		add(st.rel)
+	}
+	errs = errs[:0] // the tables the sink has were checked when they came
+	for _, rel := range rels {
+		add(rel)
+	}
+	return errors.Join(errs...)
+}
