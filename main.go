@@ -95,7 +95,7 @@ func newLogger(c *cli.Context) *slog.Logger {
 	if debugLevel(c) {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: scrubAttr(scrubber(c))}))
 }
 
 func main() {
@@ -155,6 +155,7 @@ func main() {
 		},
 	}
 	commandFlags(app)
+	scrubActions(app)
 	if err := app.Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "pg2iceberg:", err)
 		os.Exit(1)

@@ -5,9 +5,9 @@ import (
 	dbsql "database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	icego "github.com/apache/iceberg-go"
@@ -18,6 +18,8 @@ import (
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// warehouses
 	_ "github.com/jackc/pgx/v5/stdlib"             // the "pgx" driver for a SQL catalog in Postgres
 	_ "modernc.org/sqlite"                         // the "sqlite" driver for the embedded catalog
+
+	"github.com/pg2iceberg/pg2iceberg/connstr"
 )
 
 // CatalogConfig says where the tables live.
@@ -38,6 +40,9 @@ type CatalogConfig struct {
 	S3PathStyle bool
 }
 
+// keywordValue matches a PostgreSQL keyword/value connection string.
+var keywordValue = regexp.MustCompile(`(^|\s)(host|hostaddr|port|dbname|user|password|sslmode)\s*=`)
+
 // Validate reports every problem with the configuration.
 func (c CatalogConfig) Validate() error {
 	var errs []error
@@ -47,11 +52,18 @@ func (c CatalogConfig) Validate() error {
 	if strings.Contains(c.Warehouse, "://") && !strings.HasPrefix(c.Warehouse, "s3://") && !strings.HasPrefix(c.Warehouse, "file://") {
 		errs = append(errs, fmt.Errorf("warehouse %q: only local directories and s3://bucket/prefix are supported", c.Warehouse))
 	}
-	if strings.Contains(c.Catalog, "://") {
+	switch {
+	case !strings.Contains(c.Catalog, "://"):
+		if keywordValue.MatchString(c.Catalog) {
+			errs = append(errs, errors.New("catalog: a keyword/value connection string (host=... dbname=...) would be taken for a SQLite file name: write the SQL catalog as postgres://user@host:5432/db"))
+		}
+	case !connstr.Readable(c.Catalog):
+		errs = append(errs, errors.New("catalog: the URL does not parse unambiguously: percent-encode @, / and : in its password (%40, %2F, %3A)"))
+	default:
 		switch scheme, _, _ := strings.Cut(c.Catalog, "://"); scheme {
 		case "http", "https", "postgres", "postgresql":
 		default:
-			errs = append(errs, fmt.Errorf("catalog %s: use a SQLite file path, postgres://... or http(s)://... (a REST catalog)", redactURL(c.Catalog)))
+			errs = append(errs, fmt.Errorf("catalog %s: use a SQLite file path, postgres://... or http(s)://... (a REST catalog)", connstr.Redact(c.Catalog)))
 		}
 	}
 	return errors.Join(errs...)
@@ -127,7 +139,7 @@ func OpenCatalog(ctx context.Context, c CatalogConfig) (catalog.Catalog, error) 
 		opts := []rest.Option{rest.WithWarehouseLocation(wh), rest.WithAdditionalProps(props)}
 		cat, err := rest.NewCatalog(ctx, name, c.Catalog, opts...)
 		if err != nil {
-			return nil, fmt.Errorf("open REST catalog at %s: %w", redactURL(c.Catalog), err)
+			return nil, connstr.ScrubError(fmt.Errorf("open REST catalog at %s: %w", connstr.Redact(c.Catalog), err), c.Catalog)
 		}
 		return cat, nil
 	default:
@@ -137,7 +149,7 @@ func OpenCatalog(ctx context.Context, c CatalogConfig) (catalog.Catalog, error) 
 		}
 		cat, err := sqlcat.NewCatalog(name, db, dialect, props)
 		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", c.describeSQL(), err)
+			return nil, connstr.ScrubError(fmt.Errorf("open %s: %w", c.describeSQL(), err), c.Catalog)
 		}
 		return cat, nil
 	}
@@ -149,7 +161,7 @@ func openCatalogDB(c CatalogConfig) (*dbsql.DB, sqlcat.SupportedDialect, error) 
 	if strings.HasPrefix(c.Catalog, "postgres://") || strings.HasPrefix(c.Catalog, "postgresql://") {
 		db, err := dbsql.Open("pgx", c.Catalog)
 		if err != nil {
-			return nil, "", fmt.Errorf("open %s: %w", c.describeSQL(), err)
+			return nil, "", connstr.ScrubError(fmt.Errorf("open %s: %w", c.describeSQL(), err), c.Catalog)
 		}
 		return db, sqlcat.Postgres, nil
 	}
@@ -171,14 +183,5 @@ func (c CatalogConfig) describeSQL() string {
 	if p := c.SQLitePath(); p != "" {
 		return "SQLite catalog " + p
 	}
-	return "SQL catalog at " + redactURL(c.Catalog)
-}
-
-// redactURL drops the password from a URL for messages and logs.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
+	return "SQL catalog at " + connstr.Redact(c.Catalog)
 }

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pg2iceberg/pg2iceberg/connstr"
 )
 
 // sessionParams give every value one text form (see package mapping).
@@ -24,20 +24,14 @@ var sessionParams = map[string]string{
 	"application_name":   "pg2iceberg",
 }
 
-// Redact removes the password from a connection URL.
-func Redact(connURL string) string {
-	u, err := url.Parse(connURL)
-	if err != nil || u.Scheme == "" {
-		return "(connection string)"
-	}
-	return u.Redacted()
-}
-
 func parseConfig(connURL string, replication bool) (*pgconn.Config, error) {
+	if !connstr.Readable(connURL) {
+		return nil, errors.New("source: the connection string does not parse unambiguously: percent-encode @, / and : in a URL's password (%40, %2F, %3A), or close the quotes of a keyword/value string")
+	}
 	cfg, err := pgconn.ParseConfig(connURL)
 	if err != nil {
 		// pgconn's parse errors can echo the string; say only what is wrong.
-		return nil, fmt.Errorf("source URL %s is not a valid PostgreSQL URL (postgres://user@host:5432/db)", Redact(connURL))
+		return nil, fmt.Errorf("source %s is not a valid PostgreSQL connection string (postgres://user@host:5432/db, or host=... dbname=...)", connstr.Redact(connURL))
 	}
 	for k, v := range sessionParams {
 		cfg.RuntimeParams[k] = v
@@ -50,23 +44,22 @@ func parseConfig(connURL string, replication bool) (*pgconn.Config, error) {
 
 // connectError explains a failed connection without leaking the password.
 func connectError(connURL string, err error) error {
+	return connstr.ScrubError(describeConnectError(connURL, err), connURL)
+}
+
+func describeConnectError(connURL string, err error) error {
+	where := connstr.Redact(connURL)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case "28P01", "28000":
-			return fmt.Errorf("connect to %s: authentication failed for the user (check the password and pg_hba.conf): %s", Redact(connURL), pgErr.Message)
+			return fmt.Errorf("connect to %s: authentication failed for the user (check the password and pg_hba.conf): %s", where, pgErr.Message)
 		case "3D000":
-			return fmt.Errorf("connect to %s: %s", Redact(connURL), pgErr.Message)
+			return fmt.Errorf("connect to %s: %s", where, pgErr.Message)
 		}
-		return fmt.Errorf("connect to %s: %s (SQLSTATE %s)", Redact(connURL), pgErr.Message, pgErr.Code)
+		return fmt.Errorf("connect to %s: %s (SQLSTATE %s)", where, pgErr.Message, pgErr.Code)
 	}
-	msg := err.Error()
-	if u, perr := url.Parse(connURL); perr == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
-		}
-	}
-	return fmt.Errorf("connect to %s: %s", Redact(connURL), msg)
+	return fmt.Errorf("connect to %s: %s", where, err)
 }
 
 // Connect opens a regular SQL connection with the bridge's session settings.
@@ -99,7 +92,7 @@ func connect(ctx context.Context, connURL string, readBuffer int) (*pgx.Conn, er
 	}
 	cfg, err := pgx.ParseConfig(connURL)
 	if err != nil {
-		return nil, fmt.Errorf("source URL %s is not a valid PostgreSQL URL", Redact(connURL))
+		return nil, fmt.Errorf("source %s is not a valid PostgreSQL connection string", connstr.Redact(connURL))
 	}
 	cfg.Config = *pc
 	conn, err := pgx.ConnectConfig(ctx, cfg)
