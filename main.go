@@ -529,7 +529,8 @@ func backfillCmd(c *cli.Context) error {
 	if err := replication.Lease(ctx, conn, slot); err != nil {
 		return fmt.Errorf("stop the running bridge before a backfill: %w", err)
 	}
-	if _, err := replication.LookupSlot(ctx, conn, slot); err != nil {
+	info, err := replication.LookupSlot(ctx, conn, slot)
+	if err != nil {
 		return fmt.Errorf("slot %s: %w: run the bridge once first", slot, err)
 	}
 	rels, err := replication.Preflight(ctx, conn, pub, overrides)

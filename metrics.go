@@ -56,6 +56,7 @@ func serveMetrics(addr string, p *replication.Progress, st *iceberg.Stats, log *
 		fmt.Fprintf(w, "# HELP pg2iceberg_flushes_total Flushes committed.\n# TYPE pg2iceberg_flushes_total counter\npg2iceberg_flushes_total %d\n", st.Flushes.Load())
 		fmt.Fprintf(w, "# HELP pg2iceberg_ddl_events_ignored_total DDL events ignored: not signed by the DDL capture's trigger for their transaction, or malformed.\n# TYPE pg2iceberg_ddl_events_ignored_total counter\npg2iceberg_ddl_events_ignored_total %d\n", p.DDLIgnored())
 		fmt.Fprintf(w, "# HELP pg2iceberg_changes_skipped_total Row changes and truncates skipped because their table is gone or no longer published.\n# TYPE pg2iceberg_changes_skipped_total counter\npg2iceberg_changes_skipped_total %d\n", p.ChangesSkipped())
+		fmt.Fprintf(w, "# HELP pg2iceberg_expire_failures_total Snapshot expiries (or deletes of expired files) that failed; each is tried again at the next expiry.\n# TYPE pg2iceberg_expire_failures_total counter\npg2iceberg_expire_failures_total %d\n", st.ExpireFailures.Load())
 		fmt.Fprintf(w, "# HELP pg2iceberg_table_watermark_lsn LSN watermark of each Iceberg table.\n# TYPE pg2iceberg_table_watermark_lsn gauge\n")
 		for _, t := range st.Tables() {
 			fmt.Fprintf(w, "pg2iceberg_table_watermark_lsn{table=%q} %d\n", t.Table, uint64(t.Watermark))

@@ -39,7 +39,7 @@ func (s *Sink) openOwn(ctx context.Context, ident table.Identifier, rel *decode.
 		return nil, err
 	}
 	oid := strconv.FormatUint(uint64(rel.ID), 10)
-	t, err := openTable(ctx, s.cat, ident, sc, spec, s.cfg.Source.String(), icego.Properties{PropSourceOID: oid})
+	t, err := s.openTable(ctx, ident, sc, spec, icego.Properties{PropSourceOID: oid})
 	if err != nil {
 		return nil, err
 	}

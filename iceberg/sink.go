@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	icego "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/pg2iceberg/pg2iceberg/decode"
@@ -112,6 +113,9 @@ type Sink struct {
 type Stats struct {
 	Changes atomic.Int64 // row changes applied
 	Flushes atomic.Int64 // flushes committed
+	// ExpireFailures counts snapshot expiries (or their file deletes) that
+	// failed; each is retried at the next expiry.
+	ExpireFailures atomic.Int64
 	// tables holds the []TableStatus of the last flush.
 	tables atomic.Pointer[[]TableStatus]
 }
@@ -154,6 +158,16 @@ func (s *Sink) openMirror(ctx context.Context, rel *decode.Relation) (*mirror, e
 		return nil, err
 	}
 	return newMirror(t, rel)
+}
+
+// openTable opens (creating when missing) one of the sink's Iceberg tables.
+func (s *Sink) openTable(ctx context.Context, ident table.Identifier, sc *icego.Schema, spec *icego.PartitionSpec, extra icego.Properties) (*icebergTable, error) {
+	t, err := openTable(ctx, s.cat, ident, sc, spec, s.cfg.Source.String(), extra)
+	if err != nil {
+		return nil, err
+	}
+	t.log, t.stats = s.log, &s.stats
+	return t, nil
 }
 
 // AddTable opens (creating when missing) the Iceberg tables of rel, reads

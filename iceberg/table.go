@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,22 +50,66 @@ type icebergTable struct {
 	// bindErr is a source column whose type the schema cannot hold (see
 	// lenientBind): writing a row is an error until the schema evolves.
 	bindErr error
+	// cleanups are files of expired snapshots not deleted yet, retried at
+	// the next expiry.
+	cleanups []*tiering.Cleanup
+	// log and stats (may be nil) take expiry failures, which never fail
+	// the commit that triggered them.
+	log   *slog.Logger
+	stats *Stats
 }
+
+// maxCleanups is how many expiries' failed deletes a table retries.
+const maxCleanups = 12
 
 // expireEvery is how often a table's snapshots are expired.
 const expireEvery = 5 * time.Minute
 
-// maybeExpire expires old snapshots now and then, after a commit.
+// maybeExpire expires old snapshots now and then, after a commit, and
+// retries the deletes earlier expiries left. A failure is logged and
+// counted, not returned: the data commit stands and the next expiry tries
+// again.
 func (t *icebergTable) maybeExpire(ctx context.Context) error {
 	if time.Since(t.expired) < expireEvery {
 		return nil
 	}
 	t.expired = time.Now()
-	tbl, err := tiering.ExpireSnapshots(ctx, t.tbl)
+	t.cleanups = slices.DeleteFunc(t.cleanups, func(c *tiering.Cleanup) bool {
+		err := c.Run(ctx, t.tbl)
+		t.expireFailed(err)
+		return err == nil
+	})
+	tbl, left, err := tiering.ExpireSnapshots(ctx, t.tbl)
 	if err != nil {
-		return err
+		t.expireFailed(err)
+		return nil
+	}
+	if left != nil {
+		t.expireFailed(left.Err())
+		t.cleanups = append(t.cleanups, left)
+	}
+	if n := len(t.cleanups) - maxCleanups; n > 0 {
+		// Deletes that keep failing (a store that refuses them): the files
+		// stay for orphan file cleanup rather than in memory for ever.
+		if t.log != nil {
+			t.log.Warn("giving up deleting files of expired snapshots; orphan file cleanup can remove them", "table", t.name(), "expiries", n)
+		}
+		t.cleanups = slices.Delete(t.cleanups, 0, n)
 	}
 	return t.committedTo(tbl)
+}
+
+// expireFailed logs and counts an expiry failure (nil: none).
+func (t *icebergTable) expireFailed(err error) {
+	if err == nil {
+		return
+	}
+	if t.stats != nil {
+		t.stats.ExpireFailures.Add(1)
+	}
+	if t.log != nil {
+		t.log.Warn("snapshot expiry failed; the next expiry tries again", "table", t.name(), "error", err, "retry_in", expireEvery)
+	}
 }
 
 // committedTo takes the table as a commit left it and points the table's

@@ -26,10 +26,16 @@ var DefaultRetention = icego.Properties{
 
 // ExpireSnapshots expires tbl's snapshots past its retention properties and
 // deletes the files only they referenced. It returns the updated table, or
-// tbl unchanged when nothing expired.
-func ExpireSnapshots(ctx context.Context, tbl *table.Table) (*table.Table, error) {
+// tbl unchanged when nothing expired or the table has gc.enabled=false. An
+// error means nothing was committed. A *Cleanup means the expiry was
+// committed but files could not all be listed or deleted: Cleanup.Err says
+// why, and Cleanup.Run tries again.
+func ExpireSnapshots(ctx context.Context, tbl *table.Table) (*table.Table, *Cleanup, error) {
 	snaps := tbl.Metadata().Snapshots()
 	props := tbl.Properties()
+	if !props.GetBool(table.GCEnabledKey, true) {
+		return tbl, nil, nil // the table's owner turned expiry off
+	}
 	keep := props.GetInt(PropMinSnapshotsToKeep, 1)
 	maxAge := time.Duration(props.GetInt64(PropMaxSnapshotAgeMs, 5*24*3600*1000)) * time.Millisecond
 	oldest := time.Now().UnixMilli()
@@ -37,19 +43,35 @@ func ExpireSnapshots(ctx context.Context, tbl *table.Table) (*table.Table, error
 		oldest = min(oldest, s.TimestampMs)
 	}
 	if len(snaps) <= keep || time.Since(time.UnixMilli(oldest)) <= maxAge {
-		return tbl, nil // nothing can expire: no commit
+		return tbl, nil, nil // nothing can expire: no commit
 	}
-	before := len(snaps)
+	name := strings.Join(tbl.Identifier(), ".")
 	txn := tbl.NewTransaction()
-	if err := txn.ExpireSnapshots(); err != nil {
-		return nil, fmt.Errorf("expire snapshots of %s: %w", strings.Join(tbl.Identifier(), "."), err)
+	// The files are deleted here, not by iceberg-go after the commit: its
+	// cleanup error comes with a committed table and leaves no way to
+	// find the files again for a retry.
+	if err := txn.ExpireSnapshots(table.WithPostCommit(false)); err != nil {
+		return nil, nil, fmt.Errorf("expire snapshots of %s: %w", name, err)
 	}
 	out, err := txn.Commit(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("expire snapshots of %s: %w", strings.Join(tbl.Identifier(), "."), err)
+		return nil, nil, fmt.Errorf("expire snapshots of %s: %w", name, err)
 	}
-	if len(out.Metadata().Snapshots()) == before {
-		return tbl, nil
+	kept := map[int64]bool{}
+	for _, s := range out.Metadata().Snapshots() {
+		kept[s.SnapshotID] = true
 	}
-	return out, nil
+	c := &Cleanup{table: name, pre: tbl}
+	for _, s := range snaps {
+		if !kept[s.SnapshotID] {
+			c.expired = append(c.expired, s.SnapshotID)
+		}
+	}
+	if len(c.expired) == 0 {
+		return tbl, nil, nil
+	}
+	if c.Run(ctx, out) != nil {
+		return out, c, nil
+	}
+	return out, nil, nil
 }

@@ -2,7 +2,9 @@ package tiering_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,11 +19,11 @@ import (
 	"github.com/pg2iceberg/pg2iceberg/tiering"
 )
 
-// Snapshots past the retention expire, the newest minimum is kept, and the
-// table still reads; with nothing to expire no new metadata is committed.
-func TestExpireSnapshots(t *testing.T) {
+// newTable creates ns.t (id long) in a local warehouse under dir with a
+// retention of 1 ms and keep snapshots at least.
+func newTable(t *testing.T, dir, keep string) *table.Table {
+	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
 	cat, err := iceberg.OpenCatalog(ctx, iceberg.CatalogConfig{Warehouse: filepath.Join(dir, "wh")})
 	if err != nil {
 		t.Fatal(err)
@@ -33,19 +35,31 @@ func TestExpireSnapshots(t *testing.T) {
 	tbl, err := cat.CreateTable(ctx, table.Identifier{"ns", "t"}, sc, catalog.WithProperties(icego.Properties{
 		"format-version":               "2",
 		tiering.PropMaxSnapshotAgeMs:   "1",
-		tiering.PropMinSnapshotsToKeep: "3",
+		tiering.PropMinSnapshotsToKeep: keep,
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tbl
+}
+
+// ids is a one-column Arrow table of the ids.
+func ids(v ...int64) arrow.Table {
 	asc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	b.AppendValues(v, nil)
+	rec := array.NewRecordBatch(asc, []arrow.Array{b.NewArray()}, int64(len(v)))
+	return array.NewTableFromRecords(asc, []arrow.RecordBatch{rec})
+}
+
+// Snapshots past the retention expire, the newest minimum is kept, and the
+// table still reads; with nothing to expire no new metadata is committed.
+func TestExpireSnapshots(t *testing.T) {
+	ctx := context.Background()
+	tbl := newTable(t, t.TempDir(), "3")
+	var err error
 	for i := 0; i < 8; i++ {
-		b := array.NewInt64Builder(memory.DefaultAllocator)
-		b.Append(int64(i))
-		col := b.NewArray()
-		rec := array.NewRecordBatch(asc, []arrow.Array{col}, 1)
-		at := array.NewTableFromRecords(asc, []arrow.RecordBatch{rec})
-		if tbl, err = tbl.AppendTable(ctx, at, 10, nil); err != nil {
+		if tbl, err = tbl.AppendTable(ctx, ids(int64(i)), 10, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -53,9 +67,9 @@ func TestExpireSnapshots(t *testing.T) {
 	if n := len(tbl.Metadata().Snapshots()); n != 8 {
 		t.Fatalf("%d snapshots before expiry, want 8", n)
 	}
-	out, err := tiering.ExpireSnapshots(ctx, tbl)
-	if err != nil {
-		t.Fatal(err)
+	out, left, err := tiering.ExpireSnapshots(ctx, tbl)
+	if err != nil || left != nil {
+		t.Fatalf("expire: %v, left %v", err, left)
 	}
 	if n := len(out.Metadata().Snapshots()); n != 3 {
 		t.Fatalf("%d snapshots after expiry, want 3 (the minimum kept)", n)
@@ -70,11 +84,70 @@ func TestExpireSnapshots(t *testing.T) {
 	if got.NumRows() != 8 {
 		t.Fatalf("table reads %d rows after expiry, want 8", got.NumRows())
 	}
-	again, err := tiering.ExpireSnapshots(ctx, out)
-	if err != nil {
-		t.Fatal(err)
+	again, left, err := tiering.ExpireSnapshots(ctx, out)
+	if err != nil || left != nil {
+		t.Fatalf("expire again: %v, left %v", err, left)
 	}
 	if again.MetadataLocation() != out.MetadataLocation() {
 		t.Errorf("expiry with nothing to expire committed new metadata %s", again.MetadataLocation())
+	}
+}
+
+// A file of an expired snapshot that cannot be deleted leaves the expiry
+// committed and the other files deleted; Cleanup.Run deletes it later.
+func TestExpireCleanupRetried(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	tbl := newTable(t, dir, "1")
+	var err error
+	for i := 0; i < 4; i++ {
+		if tbl, err = tbl.AppendTable(ctx, ids(int64(i)), 10, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, err := filepath.Glob(filepath.Join(dir, "wh", "ns.db", "t", "data", "*.parquet"))
+	if err != nil || len(old) != 4 {
+		t.Fatalf("data files %v (%v), want 4", old, err)
+	}
+	// The overwrite leaves the four files to the snapshots that expire.
+	if tbl, err = tbl.OverwriteTable(ctx, ids(9), 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	// A non-empty directory in its place: even root cannot remove it.
+	stuck := old[0]
+	if err := os.Remove(stuck); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(stuck, "keep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, left, err := tiering.ExpireSnapshots(ctx, tbl)
+	if err != nil {
+		t.Fatalf("expire: %v", err)
+	}
+	if n := len(out.Metadata().Snapshots()); n != 1 {
+		t.Errorf("%d snapshots after expiry, want 1", n)
+	}
+	if left == nil || left.Err() == nil || !strings.Contains(left.Err().Error(), filepath.Base(stuck)) {
+		t.Fatalf("expire: left %v, want the undeletable %s named", left, filepath.Base(stuck))
+	}
+	for _, f := range old[1:] {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("%s of an expired snapshot not deleted: %v", f, err)
+		}
+	}
+	if err := os.Remove(filepath.Join(stuck, "keep")); err != nil {
+		t.Fatal(err)
+	}
+	if err := left.Run(ctx, out); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if _, err := os.Stat(stuck); !os.IsNotExist(err) {
+		t.Errorf("%s still there after the retry: %v", stuck, err)
+	}
+	got, err := out.Scan().ToArrowTable(ctx)
+	if err != nil || got.NumRows() != 1 {
+		t.Fatalf("table reads %v rows (%v), want 1", got, err)
 	}
 }
