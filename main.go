@@ -22,6 +22,7 @@ import (
 	"time"
 	_ "time/tzdata" // zone names of timestamptz rules, the same on every host
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/urfave/cli/v2"
@@ -210,6 +211,7 @@ func runCmd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	defer closeCatalog(cat, log)
 	stopCatalog, err := serveCatalogForRun(ctx, c, log) // starts nothing without --serve-catalog
 	if err != nil {
 		return err
@@ -439,6 +441,14 @@ func addTable(ctx context.Context, conn *pgx.Conn, sink *iceberg.Sink, rel *deco
 	return sink.InitAttNums(ctx, rel.ID, attnums)
 }
 
+// closeCatalog closes the catalog at exit; the embedded SQLite catalog is
+// checkpointed, so catalog.db alone is a complete copy after a clean stop.
+func closeCatalog(cat catalog.Catalog, log *slog.Logger) {
+	if err := iceberg.CloseCatalog(cat); err != nil {
+		log.Warn("catalog not closed cleanly; back up catalog.db together with catalog.db-wal", "error", err)
+	}
+}
+
 // stoppedOr turns an error caused by a requested stop (SIGINT, SIGTERM)
 // during a copy into a clean exit: the next start copies what is missing.
 func stoppedOr(ctx context.Context, err error, log *slog.Logger) error {
@@ -479,6 +489,8 @@ func (c copySink) ChunkDone(ctx context.Context, relID uint32, w replication.Row
 	cw, _ := w.(*iceberg.CopyWriter)
 	return c.Sink.ChunkDone(ctx, relID, cw, from, to)
 }
+
+func (c copySink) AbortCopy(relID uint32) { c.Sink.AbortCopy(relID) }
 
 func copyConfig(c *cli.Context, source string, keepalive func() error) replication.CopyConfig {
 	cfg := replication.CopyConfig{SourceURL: source, Workers: c.Int("backfill-workers"), Keepalive: keepalive, OnProgress: backfillProgress.set}
@@ -559,6 +571,7 @@ func backfillCmd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	defer closeCatalog(cat, log)
 	sink := iceberg.NewSink(cat, iceberg.Config{Source: iceberg.SourceID{SystemID: sys.SystemID, Database: sys.Database, Slot: slot}}, log)
 	if err := sink.CheckNames(rels); err != nil {
 		return fmt.Errorf("preflight failed:\n%w", err)
@@ -609,6 +622,7 @@ func statusCmd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	defer closeCatalog(cat, newLogger(c))
 	var lines []string
 	for _, rel := range rels {
 		mid, cid := iceberg.Identifiers(rel.Schema, rel.Name)

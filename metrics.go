@@ -57,6 +57,8 @@ func serveMetrics(addr string, p *replication.Progress, st *iceberg.Stats, log *
 		fmt.Fprintf(w, "# HELP pg2iceberg_ddl_events_ignored_total DDL events ignored: not signed by the DDL capture's trigger for their transaction, or malformed.\n# TYPE pg2iceberg_ddl_events_ignored_total counter\npg2iceberg_ddl_events_ignored_total %d\n", p.DDLIgnored())
 		fmt.Fprintf(w, "# HELP pg2iceberg_changes_skipped_total Row changes and truncates skipped because their table is gone or no longer published.\n# TYPE pg2iceberg_changes_skipped_total counter\npg2iceberg_changes_skipped_total %d\n", p.ChangesSkipped())
 		fmt.Fprintf(w, "# HELP pg2iceberg_expire_failures_total Snapshot expiries (or deletes of expired files) that failed; each is tried again at the next expiry.\n# TYPE pg2iceberg_expire_failures_total counter\npg2iceberg_expire_failures_total %d\n", st.ExpireFailures.Load())
+		removed, kept := st.AbandonedFiles()
+		fmt.Fprintf(w, "# HELP pg2iceberg_abandoned_files_total Files written and abandoned before any commit named them (aborted writers, discarded speculation), by whether they were deleted.\n# TYPE pg2iceberg_abandoned_files_total counter\npg2iceberg_abandoned_files_total{result=\"removed\"} %d\npg2iceberg_abandoned_files_total{result=\"kept\"} %d\n", removed, kept)
 		fmt.Fprintf(w, "# HELP pg2iceberg_table_watermark_lsn LSN watermark of each Iceberg table.\n# TYPE pg2iceberg_table_watermark_lsn gauge\n")
 		for _, t := range st.Tables() {
 			fmt.Fprintf(w, "pg2iceberg_table_watermark_lsn{table=%q} %d\n", t.Table, uint64(t.Watermark))

@@ -163,10 +163,12 @@ func startCatalogServer(ctx context.Context, cfg catalogServerConfig) (stop func
 		Credentials: creds,
 	}, log)
 	if err != nil {
+		closeCatalog(cat, log)
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		closeCatalog(cat, log)
 		return nil, fmt.Errorf("catalog server: %w", err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
@@ -190,5 +192,6 @@ func startCatalogServer(ctx context.Context, cfg catalogServerConfig) (stop func
 			log.Warn("catalog server did not stop cleanly", "error", err)
 		}
 		<-done
+		closeCatalog(cat, log)
 	}, nil
 }

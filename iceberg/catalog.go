@@ -149,10 +149,50 @@ func OpenCatalog(ctx context.Context, c CatalogConfig) (catalog.Catalog, error) 
 		}
 		cat, err := sqlcat.NewCatalog(name, db, dialect, props)
 		if err != nil {
+			_ = db.Close()
 			return nil, connstr.ScrubError(fmt.Errorf("open %s: %w", c.describeSQL(), err), c.Catalog)
 		}
-		return cat, nil
+		return &sqlCatalog{Catalog: cat, db: db, sqlite: dialect == sqlcat.SQLite, what: c.describeSQL()}, nil
 	}
+}
+
+// sqlCatalog is a SQL catalog with the database it owns, so that it can be
+// closed (see CloseCatalog).
+type sqlCatalog struct {
+	*sqlcat.Catalog
+	db     *dbsql.DB
+	sqlite bool
+	what   string // for messages
+}
+
+// CloseCatalog closes a catalog OpenCatalog opened. The embedded SQLite
+// catalog (in WAL mode) is checkpointed first: every committed change is
+// moved from catalog.db-wal into catalog.db and the WAL is truncated, so a
+// copy of catalog.db alone holds the latest metadata. Closing a catalog
+// without a database (REST) does nothing.
+func CloseCatalog(cat catalog.Catalog) error {
+	c, ok := cat.(*sqlCatalog)
+	if !ok {
+		return nil
+	}
+	var errs []error
+	if c.sqlite {
+		// TRUNCATE waits for readers (busy_timeout) and leaves an empty
+		// WAL even when another process (pg2iceberg serve) keeps the file
+		// open; closing the last connection then removes it.
+		var busy, logFrames, done int
+		err := c.db.QueryRow("PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("checkpoint %s: %w", c.what, err))
+		case busy != 0:
+			errs = append(errs, fmt.Errorf("checkpoint %s: another connection kept it busy; catalog.db-wal still holds changes", c.what))
+		}
+	}
+	if err := c.db.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close %s: %w", c.what, err))
+	}
+	return errors.Join(errs...)
 }
 
 // openCatalogDB opens the database of a SQL catalog: Postgres for a

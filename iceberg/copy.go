@@ -328,6 +328,33 @@ func (s *Sink) ChunkDone(ctx context.Context, relID uint32, w *CopyWriter, from,
 	return nil
 }
 
+// AbortCopy drops a failed or stopped copy of relID: the files its
+// writers wrote and no commit took (see ChunkDone, FinishCopy) are deleted.
+// Call it once every writer of the copy is done.
+func (s *Sink) AbortCopy(relID uint32) {
+	s.copyMu.Lock()
+	writers := s.copying[relID]
+	delete(s.copying, relID)
+	delete(s.runs, relID)
+	s.copyMu.Unlock()
+	for _, w := range writers {
+		w.abort()
+	}
+}
+
+// abort deletes the writer's files: the open one and those closed and not
+// taken into a commit yet.
+func (w *CopyWriter) abort() {
+	if w.fw != nil {
+		w.fw.abort()
+		w.fw = nil
+	}
+	for _, f := range w.closed {
+		removeFile(w.m.fs, f.path)
+	}
+	w.closed, w.keys = nil, copiedKeys{}
+}
+
 // FinishCopy commits a table's copied rows not committed yet and marks the
 // copy complete, with the watermark lsn (the snapshot the copy was taken
 // in). Until the mark is set the copy counts as not done.

@@ -68,6 +68,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // appended to Arrow builders and written out every batchRows rows, so the
 // memory a file holds is one batch plus the row group being encoded.
 type fileWriter struct {
+	fs        icebergio.WriteFileIO
 	path      string
 	schema    *icego.Schema
 	spec      icego.PartitionSpec
@@ -104,7 +105,7 @@ func newFileWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec
 		return nil, fmt.Errorf("parquet writer for %s: %w", path, err)
 	}
 	return &fileWriter{
-		path: path, schema: sc, spec: spec, partition: partition, content: content, props: props,
+		fs: fs, path: path, schema: sc, spec: spec, partition: partition, content: content, props: props,
 		out: out, cw: cw, pw: pw, bld: array.NewRecordBuilder(dataAlloc, asc),
 	}, nil
 }
@@ -233,12 +234,24 @@ func describeFile(meta func() (*metadata.FileMetaData, error), path string, size
 	return df, nil
 }
 
-// abort abandons the file. The bytes written stay as an orphan for
-// orphan-file cleanup; nothing references them.
+// abort abandons the file and deletes it: no commit has named it. (On S3
+// closing completes the upload, which the delete then removes.)
 func (f *fileWriter) abort() {
 	f.bld.Release()
 	_ = f.pw.close()
 	_ = f.out.Close()
+	removeFile(f.fs, f.path)
+}
+
+// removeFile deletes a file the bridge wrote and no commit references. A
+// failure only leaves an orphan for orphan-file cleanup: it is counted,
+// not fatal.
+func removeFile(fs icebergio.WriteFileIO, path string) {
+	if err := fs.Remove(path); err == nil {
+		abandonedRemoved.Add(1)
+	} else {
+		abandonedKept.Add(1)
+	}
 }
 
 // posDelete is one row to delete: a data file and a row position in it.

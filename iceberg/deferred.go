@@ -31,6 +31,7 @@ const (
 // matched to Iceberg fields by field ID, so their order in the file is
 // free.
 type deferredWriter struct {
+	fs     icebergio.WriteFileIO
 	path   string
 	schema *icego.Schema
 	spec   icego.PartitionSpec
@@ -72,7 +73,7 @@ func newDeferredWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, 
 		return nil, nil, fmt.Errorf("parquet writer for %s: %w", path, err)
 	}
 	return &deferredWriter{
-		path: path, schema: sc, spec: spec, props: props, out: out, cw: cw, pw: pw, late: tail,
+		fs: fs, path: path, schema: sc, spec: spec, props: props, out: out, cw: cw, pw: pw, late: tail,
 		bld: array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(lead, nil)),
 	}, pos, nil
 }
@@ -139,13 +140,14 @@ func (d *deferredWriter) finish(late []arrow.Array) (icego.DataFile, error) {
 	return describeFile(d.pw.FileMetadata, d.path, d.cw.n, d.schema, d.spec, nil, icego.EntryContentData, d.props)
 }
 
-// abort abandons the file, an orphan nothing references.
+// abort abandons the file and deletes it: no commit has named it.
 func (d *deferredWriter) abort() {
 	if d.bld != nil {
 		d.bld.Release()
 		d.bld = nil
 	}
 	_ = d.out.Close()
+	removeFile(d.fs, d.path)
 }
 
 // specLog is the changelog rows of a speculation for one table, in

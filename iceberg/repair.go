@@ -65,6 +65,7 @@ func Repair(ctx context.Context, c CatalogConfig, ident table.Identifier, locati
 	if err != nil {
 		return res, err
 	}
+	defer func() { _ = CloseCatalog(cat) }()
 	db, dialect, err := openCatalogDB(c)
 	if err != nil {
 		return res, err

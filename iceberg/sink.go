@@ -120,6 +120,18 @@ type Stats struct {
 	tables atomic.Pointer[[]TableStatus]
 }
 
+// Files the bridge wrote and then abandoned before any commit named them
+// (an aborted writer, a discarded speculation, a stopped copy): deleted
+// at once, or kept when the delete failed (an orphan
+// for orphan-file cleanup). Process-wide: writers do not know their sink.
+var abandonedRemoved, abandonedKept atomic.Int64
+
+// AbandonedFiles returns how many abandoned files were deleted, and how
+// many could not be.
+func (st *Stats) AbandonedFiles() (removed, kept int64) {
+	return abandonedRemoved.Load(), abandonedKept.Load()
+}
+
 // Tables returns every Iceberg table's watermark as of the last flush.
 func (st *Stats) Tables() []TableStatus {
 	if p := st.tables.Load(); p != nil {

@@ -15,34 +15,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/iceberg-go/table"
-
-	"github.com/pg2iceberg/pg2iceberg/iceberg"
 )
 
 // icegoRows reads a table with iceberg-go's scanner (position deletes
 // applied) into canonical text rows, the forms pyiceberg_dump.py prints.
 func icegoRows(t *testing.T, tg target, name string) []row {
 	t.Helper()
-	ctx := context.Background()
-	if tg.s3 != nil {
-		for _, kv := range tg.s3.Env() {
-			k, v, _ := strings.Cut(kv, "=")
-			t.Setenv(k, v)
-		}
-	}
-	cat, err := iceberg.OpenCatalog(ctx, iceberg.CatalogConfig{
-		Warehouse: tg.warehouse, Catalog: tg.catalog,
-		S3Endpoint: endpoint(tg), S3Region: "us-east-1", S3PathStyle: tg.s3 != nil,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, tbl, _ := strings.Cut(name, ".")
-	tb, err := cat.LoadTable(ctx, table.Identifier{ns, tbl})
-	if err != nil {
-		t.Fatalf("load %s: %v", name, err)
-	}
-	return icegoScan(t, tb)
+	return icegoScan(t, icegoTable(t, tg, name))
 }
 
 // icegoScan scans a loaded table with iceberg-go into canonical text rows.

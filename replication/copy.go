@@ -43,6 +43,10 @@ type CopySink interface {
 	// chunk [from, to).
 	ChunkDone(ctx context.Context, relID uint32, w RowWriter, from, to int64) error
 	FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) error
+	// AbortCopy is called when a copy that BeginCopy started fails or is
+	// stopped, after every worker has returned: the sink drops what its
+	// writers wrote and did not commit.
+	AbortCopy(relID uint32)
 }
 
 // CopyConfig configures a copy.
@@ -179,6 +183,15 @@ func remaining(done [][2]int64) []chunk {
 // copyTable copies one table in the snapshot at lsn (see CopyTables),
 // except the chunks an interrupted copy committed (see CopySink.BeginCopy).
 func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink CopySink, lsn decode.LSN, cfg CopyConfig, keepalive func() error, log *slog.Logger) error {
+	if err := copyRows(ctx, txs, rel, sink, lsn, cfg, keepalive, log); err != nil {
+		sink.AbortCopy(rel.ID)
+		return err
+	}
+	return nil
+}
+
+// copyRows is copyTable without the clean-up of a failed copy.
+func copyRows(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink CopySink, lsn decode.LSN, cfg CopyConfig, keepalive func() error, log *slog.Logger) error {
 	var estimate float64
 	var pages, statPages int64
 	if err := txs[0].QueryRow(ctx, "SELECT GREATEST(reltuples, 0), pg_relation_size($1::oid) / current_setting('block_size')::int, relpages FROM pg_class WHERE oid = $1", rel.ID).Scan(&estimate, &pages, &statPages); err != nil {
@@ -214,6 +227,14 @@ func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Cop
 		copySQL = " TO STDOUT (FORMAT binary)"
 	}
 
+	// Writers first: once a worker runs, returning early would leave it
+	// writing while the caller aborts the copy.
+	writers := make([]RowWriter, min(len(txs), len(chunks)))
+	for i := range writers {
+		if writers[i], err = sink.NewCopyWriter(rel.ID); err != nil {
+			return err
+		}
+	}
 	work := make(chan chunk) // closed by the feeder below
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -227,11 +248,8 @@ func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Cop
 		}
 		return nil
 	})
-	for _, tx := range txs[:min(len(txs), len(chunks))] {
-		w, err := sink.NewCopyWriter(rel.ID)
-		if err != nil {
-			return err
-		}
+	for i, w := range writers {
+		tx := txs[i]
 		g.Go(func() error {
 			cw := &copyWriter{rel: rel, w: w, progress: p, keepalive: keepalive}
 			if format == "binary" {

@@ -3,19 +3,27 @@ package replication
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 )
 
 // spool keeps the messages of streamed in-progress transactions on local
 // disk until their STREAM COMMIT or STREAM ABORT.
 type spool struct {
 	dir   string
+	lock  *os.File              // the directory, flock'ed while the spool lives
 	files map[uint32]*spoolFile // by top-level XID
+	stale int                   // stale spool directories removed at creation
 }
+
+// spoolPrefix names a process's spool directory: pg2iceberg-spool-<pid>.
+const spoolPrefix = "pg2iceberg-spool-"
 
 type spoolFile struct {
 	f       *os.File
@@ -24,15 +32,88 @@ type spoolFile struct {
 	bytes   int64
 }
 
+// newSpool creates this process's spool directory in dir (default: the
+// temp directory) and holds a lock on it for as long as the spool lives,
+// after removing the spool directories of processes that died without
+// removing theirs (SIGKILL, a crash): those nobody holds a lock on.
 func newSpool(dir string) (*spool, error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	dir = filepath.Join(dir, "pg2iceberg-spool-"+strconv.Itoa(os.Getpid()))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	stale := removeStaleSpools(dir)
+	path := filepath.Join(dir, spoolPrefix+strconv.Itoa(os.Getpid()))
+	lock, err := lockSpoolDir(path)
+	if err != nil {
 		return nil, fmt.Errorf("create spool directory: %w", err)
 	}
-	return &spool{dir: dir, files: make(map[uint32]*spoolFile)}, nil
+	return &spool{dir: path, lock: lock, files: make(map[uint32]*spoolFile), stale: stale}, nil
+}
+
+// lockSpoolDir creates the directory path and takes an exclusive flock on
+// it. Another process's removeStaleSpools may remove the directory between
+// the two steps; then the locked inode is no longer at path, and it starts
+// over.
+func lockSpoolDir(path string) (*os.File, error) {
+	for range 10 {
+		if err := os.MkdirAll(path, 0o700); err != nil {
+			return nil, err
+		}
+		f, err := os.Open(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if sameFile(f, path) {
+			return f, nil
+		}
+		_ = f.Close()
+	}
+	return nil, fmt.Errorf("%s keeps disappearing while it is created", path)
+}
+
+// sameFile reports whether the open file f is still the file at path.
+func sameFile(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
+}
+
+// removeStaleSpools removes the spool directories in dir that no live
+// process holds (a bridge holds a flock on its own for its lifetime, and
+// the kernel drops it when the process dies) and returns how many it
+// removed. It never fails: a directory it cannot remove stays.
+func removeStaleSpools(dir string) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), spoolPrefix) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil && sameFile(f, path) {
+			if os.RemoveAll(path) == nil {
+				n++
+			}
+		}
+		_ = f.Close()
+	}
+	return n
 }
 
 // add appends a message of subtransaction xid of top-level transaction top.
@@ -127,4 +208,5 @@ func (s *spool) close() {
 		s.discard(top)
 	}
 	_ = os.Remove(s.dir)
+	_ = s.lock.Close()
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -149,6 +150,9 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, cfg StreamConfig, sink Sin
 	sp, err := newSpool(cfg.SpoolDir)
 	if err != nil {
 		return err
+	}
+	if sp.stale > 0 {
+		log.Info("stale spool directories removed", "count", sp.stale, "dir", filepath.Dir(sp.dir))
 	}
 	defer sp.close()
 	s := &stream{cfg: cfg, conn: conn, sink: sink, log: log, spool: sp, progress: cfg.Progress, skipped: make(map[uint32]string),
