@@ -46,6 +46,10 @@ type batch struct {
 	closed    []icego.DataFile // data files closed early (see rotate)
 	deletes   []posDelete
 	changes   int // rows changed
+	// truncated: every row committed before was deleted (TRUNCATE, a
+	// re-copy). The commit removes the table's files instead of deleting
+	// their rows one by one (see icebergTable.stageFiles).
+	truncated bool
 }
 
 // rowIndex is where a batch looks up and records live rows: the mirror's
@@ -248,13 +252,22 @@ func (m *mirror) applyTo(b *batch, idx rowIndex, c *decode.Change, after decode.
 	return fmt.Errorf("%s: unexpected change %s", m.name(), c.Op)
 }
 
-// truncate deletes every live row.
+// truncate deletes every live row: the flush's commit removes every file
+// the table holds (see batch.truncated), and the files this flush wrote so
+// far, which no commit names, are deleted now.
 func (m *mirror) truncate() {
 	m.changes++
-	for _, l := range m.index.all() {
-		m.deletes = append(m.deletes, posDelete{path: m.files[l.file], pos: l.pos})
+	m.truncated = true
+	if m.pending != nil {
+		m.pending.abort()
+		m.pending = nil
 	}
+	for _, df := range m.closed {
+		removeFile(m.fs, df.FilePath())
+	}
+	m.closed, m.deletes = nil, m.deletes[:0]
 	m.index.clear()
+	m.files = m.files[:0]
 }
 
 // UnchangedToastError reports an UPDATE that left a TOASTed value unchanged
@@ -310,9 +323,9 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 		dels = append(dels, df)
 	}
 	crashPoint("before-commit")
-	if err := m.commit(ctx, s.cat, data, dels, m.lastEnd, s.cfg.Source.String(), m.summary); err != nil {
+	if err := m.commitFiles(ctx, s.cat, data, dels, m.truncated, m.lastEnd, s.cfg.Source.String(), m.summary); err != nil {
 		return err
 	}
-	m.pending, m.closed, m.deletes, m.changes, m.summary = nil, nil, m.deletes[:0], 0, nil
+	m.pending, m.closed, m.deletes, m.changes, m.summary, m.truncated = nil, nil, m.deletes[:0], 0, nil, false
 	return nil
 }

@@ -121,8 +121,8 @@ type Stats struct {
 }
 
 // Files the bridge wrote and then abandoned before any commit named them
-// (an aborted writer, a discarded speculation, a stopped copy): deleted
-// at once, or kept when the delete failed (an orphan
+// (an aborted writer, a discarded speculation, a stopped copy, a flush's
+// files before a TRUNCATE): deleted at once, or kept when the delete failed (an orphan
 // for orphan-file cleanup). Process-wide: writers do not know their sink.
 var abandonedRemoved, abandonedKept atomic.Int64
 

@@ -261,7 +261,13 @@ func parseLSNProp(v string) (decode.LSN, error) {
 // the watermark lsn (and the extra properties, may be nil). It handles the three outcomes of a commit: committed;
 // conflict (reload and retry); unknown (reload, look for our commit id).
 func (t *icebergTable) commit(ctx context.Context, cat catalog.Catalog, data, deletes []icego.DataFile, lsn decode.LSN, source string, extra icego.Properties) error {
-	if len(data) == 0 && len(deletes) == 0 {
+	return t.commitFiles(ctx, cat, data, deletes, false, lsn, source, extra)
+}
+
+// commitFiles is commit, and with replaceAll the snapshot also removes
+// every data and delete file the table held before (see stageFiles).
+func (t *icebergTable) commitFiles(ctx context.Context, cat catalog.Catalog, data, deletes []icego.DataFile, replaceAll bool, lsn decode.LSN, source string, extra icego.Properties) error {
+	if len(data) == 0 && len(deletes) == 0 && (!replaceAll || t.tbl.CurrentSnapshot() == nil) {
 		return nil
 	}
 	commitID := uuid.NewString()
@@ -274,8 +280,7 @@ func (t *icebergTable) commit(ctx context.Context, cat catalog.Catalog, data, de
 	var lastErr error
 	for attempt := 0; attempt < 4; attempt++ {
 		txn := t.tbl.NewTransaction()
-		rd := txn.NewRowDelta(props).AddRows(data...).AddDeletes(deletes...)
-		err := rd.Commit(ctx)
+		err := t.stageFiles(ctx, txn, data, deletes, replaceAll, props)
 		if err == nil {
 			var tbl *table.Table
 			tbl, err = txn.Commit(ctx)
@@ -306,6 +311,60 @@ func (t *icebergTable) commit(ctx context.Context, cat catalog.Catalog, data, de
 		t.tbl = tbl
 	}
 	return fmt.Errorf("commit %s: %w", t.name(), lastErr)
+}
+
+// stageFiles adds data and delete files to txn in a snapshot with the
+// summary props. With replaceAll (a TRUNCATE, a re-copy) that snapshot
+// also removes every data and delete file of the current snapshot, so a
+// table emptied needs no position delete per row and keeps no reference
+// to its old files. Iceberg cannot add delete files in that overwrite, so
+// deletes of rows written since (the same flush) go in a second snapshot of
+// the same transaction: both reach the catalog in one commit.
+func (t *icebergTable) stageFiles(ctx context.Context, txn *table.Transaction, data, deletes []icego.DataFile, replaceAll bool, props icego.Properties) error {
+	if replaceAll {
+		oldData, oldDeletes, err := liveFiles(t.tbl, t.fs)
+		if err != nil {
+			return err
+		}
+		if len(oldData) > 0 || len(oldDeletes) > 0 {
+			if err := txn.ReplaceFiles(ctx, oldData, data, oldDeletes, props, table.WithoutAutoNameMapping()); err != nil {
+				return err
+			}
+			if len(deletes) == 0 {
+				return nil
+			}
+			data = nil
+		}
+	}
+	if len(data) == 0 && len(deletes) == 0 {
+		return nil
+	}
+	return txn.NewRowDelta(props).AddRows(data...).AddDeletes(deletes...).Commit(ctx)
+}
+
+// liveFiles returns the data and the delete files of tbl's current snapshot.
+func liveFiles(tbl *table.Table, fs icebergio.IO) (data, deletes []icego.DataFile, err error) {
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		return nil, nil, nil
+	}
+	manifests, err := snap.Manifests(fs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("manifests of %v: %w", tbl.Identifier(), err)
+	}
+	for _, m := range manifests {
+		for e, err := range m.Entries(fs, true) {
+			if err != nil {
+				return nil, nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+			}
+			if df := e.DataFile(); df.ContentType() == icego.EntryContentData {
+				data = append(data, df)
+			} else {
+				deletes = append(deletes, df)
+			}
+		}
+	}
+	return data, deletes, nil
 }
 
 func hasCommit(tbl *table.Table, commitID string) bool {
