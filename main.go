@@ -347,6 +347,16 @@ func runCmd(c *cli.Context) error {
 				}
 				return backfillTable(ctx, c, source, full, sink, keepalive, 0, log)
 			},
+			OnRecopy: func(ctx context.Context, relID uint32, keepalive func() error) error {
+				full, err := replication.LookupTable(ctx, conn, pub, relID, overrides)
+				if err != nil {
+					return err
+				}
+				if err := sink.MarkRecopy(ctx, relID, "rows with unknown values after a resumed copy"); err != nil {
+					return err
+				}
+				return backfillTable(ctx, c, source, full, sink, keepalive, 0, log)
+			},
 			OnColumnsAdded: func(ctx context.Context, relID uint32, cols decode.NewColumns, keepalive func() error) error {
 				// ADD COLUMN ... DEFAULT gives existing rows a value that no
 				// change event carries, and a type change kept as a new column

@@ -17,7 +17,7 @@ import (
 type changelog struct {
 	*icebergTable
 	rel     *decode.Relation
-	idx     [7]int // op, lsn, xid, commit_ts, seq, before, after → top-level field
+	idx     [8]int // op, lsn, xid, commit_ts, seq, before, after, unavailable → top-level field
 	childOf []int  // relation column → child index in before/after
 	unbound []int  // children no relation column fills: written as NULL
 	files   map[int32]*fileWriter
@@ -43,7 +43,7 @@ func (c *changelog) bindTo(sc *icego.Schema) error {
 	if err != nil {
 		return err
 	}
-	for i, name := range []string{colOp, colLSN, colXID, colCommitTS, colSeq, colBefore, colAfter} {
+	for i, name := range []string{colOp, colLSN, colXID, colCommitTS, colSeq, colBefore, colAfter, colUnavailable} {
 		f := asc.FieldIndices(name)
 		if len(f) != 1 {
 			return fmt.Errorf("%s: changelog column %q missing", c.name(), name)
@@ -79,14 +79,29 @@ func (c *changelog) file(day int32) (*fileWriter, error) {
 	return fw, nil
 }
 
-// append writes one changelog row.
-func (c *changelog) append(op decode.Op, tx txInfo, seq int64, before, after decode.Tuple) error {
+// addUnavailable adds the colUnavailable column to a changelog created
+// before it existed (schema evolution: rows written before read NULL).
+func addUnavailable(ctx context.Context, t *icebergTable) error {
+	if _, ok := t.tbl.Schema().FindFieldByName(colUnavailable); ok {
+		return nil
+	}
+	txn := t.tbl.NewTransaction()
+	f := unavailableField()
+	if err := txn.UpdateSchema(true, false).AddColumn([]string{f.Name}, f.Type, f.Doc, false, nil).Commit(); err != nil {
+		return fmt.Errorf("add column %s to %s: %w", colUnavailable, t.name(), err)
+	}
+	return t.commitTxn(ctx, txn, "add column "+colUnavailable+" to", nil)
+}
+
+// append writes one changelog row; unavailable names the columns of after
+// whose values are not known (NULL in after), nil when all are.
+func (c *changelog) append(op decode.Op, tx txInfo, seq int64, before, after decode.Tuple, unavailable []string) error {
 	c.changes++
 	fw, err := c.file(utcDay(tx.commitTS))
 	if err != nil {
 		return err
 	}
-	if err := c.appendTo(fw.builder, &c.idx, op, tx, seq, before, after); err != nil {
+	if err := c.appendTo(fw.builder, &c.idx, op, tx, seq, before, after, unavailable); err != nil {
 		return err
 	}
 	return fw.rowDone()
@@ -103,9 +118,10 @@ func utcDay(t time.Time) int32 {
 }
 
 // appendTo appends one changelog row's values to the builders of the
-// fields idx names (op, lsn, xid, commit_ts, seq, before, after); a field
-// at -1 is left out (see specLog: the commit's own fields come at commit).
-func (c *changelog) appendTo(builder func(int) array.Builder, idx *[7]int, op decode.Op, tx txInfo, seq int64, before, after decode.Tuple) error {
+// fields idx names (op, lsn, xid, commit_ts, seq, before, after,
+// unavailable); a field at -1 is left out (see specLog: the commit's own
+// fields come at commit).
+func (c *changelog) appendTo(builder func(int) array.Builder, idx *[8]int, op decode.Op, tx txInfo, seq int64, before, after decode.Tuple, unavailable []string) error {
 	builder(idx[0]).(*array.StringBuilder).Append(string(op))
 	if idx[1] >= 0 {
 		builder(idx[1]).(*array.Int64Builder).Append(int64(tx.commitLSN))
@@ -118,7 +134,20 @@ func (c *changelog) appendTo(builder func(int) array.Builder, idx *[7]int, op de
 	if err := c.appendImage(builder(idx[5]).(*array.StructBuilder), before); err != nil {
 		return err
 	}
-	return c.appendImage(builder(idx[6]).(*array.StructBuilder), after)
+	if err := c.appendImage(builder(idx[6]).(*array.StructBuilder), after); err != nil {
+		return err
+	}
+	lb := builder(idx[7]).(*array.ListBuilder)
+	if len(unavailable) == 0 {
+		lb.AppendNull()
+		return nil
+	}
+	lb.Append(true)
+	vb := lb.ValueBuilder().(*array.StringBuilder)
+	for _, name := range unavailable {
+		vb.Append(name)
+	}
+	return nil
 }
 
 func (c *changelog) appendImage(sb *array.StructBuilder, t decode.Tuple) error {

@@ -435,7 +435,7 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 func (s *Sink) recordResync(ctx context.Context, st *sourceTable, lsn decode.LSN) error {
 	c := st.changelog
 	s.seq++
-	if err := c.append(decode.Resync, txInfo{commitLSN: lsn, commitTS: time.Now()}, s.seq, nil, nil); err != nil {
+	if err := c.append(decode.Resync, txInfo{commitLSN: lsn, commitTS: time.Now()}, s.seq, nil, nil, nil); err != nil {
 		return err
 	}
 	if s.txOpen {

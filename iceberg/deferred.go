@@ -155,7 +155,7 @@ func (d *deferredWriter) abort() {
 type specLog struct {
 	c       *changelog
 	day     int32 // the partition the files are for
-	idx     [7]int
+	idx     [8]int
 	cur     *deferredWriter
 	sealed  []*deferredWriter
 	changes int
@@ -177,7 +177,7 @@ func (l *specLog) append(op decode.Op, xid uint32, seq int64, before, after deco
 		l.cur = d
 	}
 	l.changes++
-	if err := l.c.appendTo(l.cur.bld.Field, &l.idx, op, txInfo{xid: xid}, seq, before, after); err != nil {
+	if err := l.c.appendTo(l.cur.bld.Field, &l.idx, op, txInfo{xid: xid}, seq, before, after, nil); err != nil {
 		return err
 	}
 	if l.cur.rows++; l.cur.rows%batchRows == 0 && (l.cur.rows >= specRowGroupRows || l.cur.size() >= specRowGroupBytes) {

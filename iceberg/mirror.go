@@ -36,6 +36,12 @@ type mirror struct {
 	lastEnd decode.LSN       // end LSN of the last transaction in this flush
 	summary icego.Properties // extra snapshot summary properties of this flush's commit
 	keyBuf  []byte
+
+	// unknown are the keys of rows left out of the mirror because values
+	// of theirs are not known (see unknown.go); recopyMarked: PropRecopy
+	// was set for them; recopyAsked: the table is to be copied again.
+	unknown                   map[string]struct{}
+	recopyMarked, recopyAsked bool
 }
 
 // batch is changes of a mirror not yet committed: a flush's, or those of a
@@ -268,6 +274,7 @@ func (m *mirror) truncate() {
 	m.closed, m.deletes = nil, m.deletes[:0]
 	m.index.clear()
 	m.files = m.files[:0]
+	m.unknown, m.recopyAsked = nil, false
 }
 
 // UnchangedToastError reports an UPDATE that left a TOASTed value unchanged
@@ -321,6 +328,9 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 			return err
 		}
 		dels = append(dels, df)
+	}
+	if err := m.markUnknownRows(ctx); err != nil {
+		return err
 	}
 	crashPoint("before-commit")
 	if err := m.commitFiles(ctx, s.cat, data, dels, m.truncated, m.lastEnd, s.cfg.Source.String(), m.summary); err != nil {

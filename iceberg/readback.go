@@ -3,6 +3,7 @@ package iceberg
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -25,10 +26,15 @@ func hasUnchanged(t decode.Tuple) bool {
 	return false
 }
 
-// resolveAfter returns c's new row with every unchanged value filled in.
-// readMirror says whether the mirror may be read: it must be exactly at the
-// state before c (not skipping c).
-func (s *Sink) resolveAfter(st *sourceTable, c *decode.Change, readMirror bool) (decode.Tuple, error) {
+// resolveAfter returns c's new row with every unchanged value filled in:
+// from the old tuple (REPLICA IDENTITY FULL), else read back from the
+// mirror, when toMirror says the mirror is at the state before c. A value
+// the bridge cannot have is NULL in the row, and its relation column is
+// listed in the second result, never a silent NULL: the mirror is ahead of
+// c (a copy taken after c, so c goes to the changelog only), or, in a
+// resumed copy's window, the mirror lacks the old row (see
+// mirror.unknown).
+func (s *Sink) resolveAfter(st *sourceTable, c *decode.Change, toMirror bool) (decode.Tuple, []int, error) {
 	after := append(decode.Tuple(nil), c.After...)
 	var missing []int
 	for i, d := range after {
@@ -39,26 +45,35 @@ func (s *Sink) resolveAfter(st *sourceTable, c *decode.Change, readMirror bool) 
 			after[i] = c.Before[i]
 			continue
 		}
+		if i < len(st.rel.Columns) && st.rel.Columns[i].Excluded() {
+			continue // written nowhere (see appendTuple): nothing to resolve
+		}
 		missing = append(missing, i)
 	}
 	if len(missing) == 0 {
-		return after, nil
-	}
-	if st.mirror == nil || !readMirror {
-		return nil, &UnchangedToastError{Table: st.rel.QualifiedName(), Column: st.rel.Columns[missing[0]].Name}
+		return after, nil, nil
 	}
 	m := st.mirror
+	if m == nil || !toMirror {
+		return unknownValues(after, missing)
+	}
 	oldImage := c.Before
 	if oldImage == nil {
 		oldImage = c.After
 	}
 	k, err := m.key(oldImage)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if _, ok := m.unknown[k]; ok {
+		return unknownValues(after, missing)
 	}
 	texts, err := m.readBack(k, missing)
+	if errors.Is(err, errNotInMirror) && s.inCopyWindow(st) {
+		return unknownValues(after, missing)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: read back the unchanged value of column %s: %w", m.name(), st.rel.Columns[missing[0]].Name, err)
+		return nil, nil, fmt.Errorf("%s: read back the unchanged value of column %s: %w", m.name(), st.rel.Columns[missing[0]].Name, err)
 	}
 	for j, i := range missing {
 		if texts[j] == nil {
@@ -67,15 +82,27 @@ func (s *Sink) resolveAfter(st *sourceTable, c *decode.Change, readMirror bool) 
 			after[i] = decode.Datum{Kind: decode.Text, Data: texts[j]}
 		}
 	}
-	return after, nil
+	return after, nil, nil
 }
+
+// unknownValues sets the missing columns of after to NULL and returns
+// them as resolveAfter does.
+func unknownValues(after decode.Tuple, missing []int) (decode.Tuple, []int, error) {
+	for _, i := range missing {
+		after[i] = decode.Datum{Kind: decode.Null}
+	}
+	return after, missing, nil
+}
+
+// errNotInMirror: the key index has no row of the key.
+var errNotInMirror = errors.New("the row is not in the mirror")
 
 // readBack returns the text forms of the given relation columns of the live
 // row with key k (nil for NULL).
 func (m *mirror) readBack(k string, cols []int) ([][]byte, error) {
 	l, ok := m.index.get(k)
 	if !ok {
-		return nil, fmt.Errorf("the row is not in the mirror")
+		return nil, errNotInMirror
 	}
 	if m.pending != nil && l.file == m.pendingID {
 		if err := m.rotate(); err != nil {

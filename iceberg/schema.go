@@ -20,7 +20,17 @@ const (
 	colSeq      = "seq"
 	colBefore   = "before"
 	colAfter    = "after"
+	// colUnavailable names the columns of after whose values are not
+	// known (see Sink.resolveAfter); NULL when every value is.
+	colUnavailable = "unavailable"
 )
+
+// unavailableField is the changelog's colUnavailable column (its IDs are
+// assigned when the schema is built or the column added).
+func unavailableField() icego.NestedField {
+	return icego.NestedField{Name: colUnavailable, Type: &icego.ListType{Element: icego.PrimitiveTypes.String, ElementRequired: true},
+		Doc: "columns of after whose values the source did not send (an unchanged TOAST value) and the bridge could not know; NULL in after"}
+}
 
 // columnType is the Iceberg type of a relation column.
 func columnType(rel *decode.Relation, c decode.Column) (icego.Type, error) {
@@ -123,6 +133,7 @@ func ChangelogSchema(rel *decode.Relation) (*icego.Schema, error) {
 		{Name: colSeq, Type: icego.PrimitiveTypes.Int64, Required: true, Doc: "position of the change in its transaction"},
 		{Name: colBefore, Type: &icego.StructType{FieldList: before}},
 		{Name: colAfter, Type: &icego.StructType{FieldList: after}},
+		unavailableField(),
 	}, &next)
 	return icego.NewSchema(0, fields...), nil
 }

@@ -103,6 +103,11 @@ type Sink struct {
 	dropped    []uint32                     // tables the open transaction drops, see applyDrops
 	keyChanges map[uint32][]string          // new keys the open transaction gives tables (nil: the whole row), see applyKeyChanges
 	keyGained  []uint32                     // tables without a mirror given a key, see TakeKeyGained
+	// unknownRows are the tables whose mirrors left out rows with values
+	// nobody knows (see mirror.unknown); recopy the tables to copy again
+	// for them (see TakeRecopy).
+	unknownRows map[*sourceTable]bool
+	recopy      []uint32
 
 	copyMu  sync.Mutex               // guards copying and runs
 	copying map[uint32][]*CopyWriter // writers of copies in progress, by table
@@ -150,7 +155,7 @@ func (s *Sink) publishStatus() {
 
 // NewSink returns a Sink writing through cat.
 func NewSink(cat catalog.Catalog, cfg Config, log *slog.Logger) *Sink {
-	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter), runs: make(map[uint32]*copyRun), added: make(map[uint32]decode.NewColumns), keyChanges: make(map[uint32][]string)}
+	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter), runs: make(map[uint32]*copyRun), added: make(map[uint32]decode.NewColumns), keyChanges: make(map[uint32][]string), unknownRows: make(map[*sourceTable]bool)}
 }
 
 // Identifiers returns the mirror and changelog identifiers of a source table.
@@ -235,6 +240,9 @@ func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 		spec := ChangelogSpec(sc)
 		t, err := s.openOwn(ctx, cid, rel, sc, &spec)
 		if err != nil {
+			return err
+		}
+		if err := addUnavailable(ctx, t); err != nil {
 			return err
 		}
 		if st.changelog, err = newChangelog(t, rel); err != nil {
@@ -403,20 +411,20 @@ func (s *Sink) Change(c *decode.Change) error {
 	s.seq++
 	toMirror := st.mirror != nil && !s.skip(st.mirror.icebergTable)
 	toLog := st.changelog != nil && !s.skip(st.changelog.icebergTable)
-	after := c.After
+	after, unknown := c.After, []int(nil)
 	if c.Op == decode.Update && hasUnchanged(after) && (toMirror || toLog) {
 		var err error
-		if after, err = s.resolveAfter(st, c, toMirror); err != nil {
+		if after, unknown, err = s.resolveAfter(st, c, toMirror); err != nil {
 			return err
 		}
 	}
 	if toMirror {
-		if err := st.mirror.apply(c, after); err != nil {
+		if err := s.applyMirror(st, c, after, unknown != nil); err != nil {
 			return err
 		}
 	}
 	if toLog {
-		if err := st.changelog.append(c.Op, s.tx, s.seq, c.Before, after); err != nil {
+		if err := st.changelog.append(c.Op, s.tx, s.seq, c.Before, after, columnNames(st.rel, unknown)); err != nil {
 			return err
 		}
 	}
@@ -443,7 +451,7 @@ func (s *Sink) Truncate(rels []*decode.Relation) error {
 			s.touched[st] = true
 		}
 		if st.changelog != nil && !s.skip(st.changelog.icebergTable) {
-			if err := st.changelog.append(decode.Truncate, s.tx, s.seq, nil, nil); err != nil {
+			if err := st.changelog.append(decode.Truncate, s.tx, s.seq, nil, nil, nil); err != nil {
 				return err
 			}
 			s.touched[st] = true
@@ -456,6 +464,11 @@ func (s *Sink) Truncate(rels []*decode.Relation) error {
 // Commit closes the open transaction, which ends at end, and flushes when a
 // batch limit is reached.
 func (s *Sink) Commit(ctx context.Context, end decode.LSN) error {
+	if len(s.unknownRows) > 0 {
+		if err := s.closeCopyWindows(ctx, end); err != nil {
+			return err
+		}
+	}
 	for st := range s.touched {
 		if st.mirror != nil && st.mirror.changes > 0 {
 			st.mirror.lastEnd = end

@@ -149,6 +149,9 @@ func (s *Sink) specChange(sp *speculation, c *decode.Change) error {
 	if c.Op == decode.Update && hasUnchanged(c.After) {
 		return fmt.Errorf("%s: an unchanged TOAST value: %w", c.Rel.QualifiedName(), errSpecUnsupported)
 	}
+	if sp.last.mirror != nil && len(sp.last.mirror.unknown) > 0 {
+		return fmt.Errorf("%s: rows with unknown values: %w", c.Rel.QualifiedName(), errSpecUnsupported)
+	}
 	sp.seq++
 	sp.changes++
 	st := sp.last

@@ -75,7 +75,7 @@ func TestDeferredChangelogFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var idx [7]int
+	var idx [8]int
 	for i, f := range c.idx {
 		idx[i] = pos[f]
 	}
@@ -86,13 +86,15 @@ func TestDeferredChangelogFile(t *testing.T) {
 	rows := []struct {
 		op            decode.Op
 		before, after decode.Tuple
+		unavailable   []string
 	}{
-		{decode.Insert, nil, decode.Tuple{text("1"), text("one")}},
-		{decode.Update, decode.Tuple{text("1"), {Kind: decode.Null}}, decode.Tuple{text("1"), text("uno")}},
-		{decode.Delete, decode.Tuple{text("1"), {Kind: decode.Null}}, nil},
+		{decode.Insert, nil, decode.Tuple{text("1"), text("one")}, nil},
+		{decode.Update, decode.Tuple{text("1"), {Kind: decode.Null}}, decode.Tuple{text("1"), text("uno")}, nil},
+		{decode.Update, nil, decode.Tuple{text("1"), {Kind: decode.Null}}, []string{"v"}},
+		{decode.Delete, decode.Tuple{text("1"), {Kind: decode.Null}}, nil, nil},
 	}
 	for i, r := range rows {
-		if err := c.appendTo(d.bld.Field, &idx, r.op, txInfo{xid: 42}, int64(i+1), r.before, r.after); err != nil {
+		if err := c.appendTo(d.bld.Field, &idx, r.op, txInfo{xid: 42}, int64(i+1), r.before, r.after, r.unavailable); err != nil {
 			t.Fatal(err)
 		}
 		d.rows++
@@ -110,8 +112,8 @@ func TestDeferredChangelogFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if df.Count() != 3 {
-		t.Errorf("file has %d rows, want 3", df.Count())
+	if df.Count() != 4 {
+		t.Errorf("file has %d rows, want 4", df.Count())
 	}
 	lsnField, _ := sc.FindFieldByName(colLSN)
 	for name, bounds := range map[string]map[int][]byte{"lower": df.LowerBoundValues(), "upper": df.UpperBoundValues()} {
@@ -127,7 +129,7 @@ func TestDeferredChangelogFile(t *testing.T) {
 	if names[len(names)-2].Name != colLSN || names[len(names)-1].Name != colCommitTS {
 		t.Errorf("file columns %v: want lsn and commit_ts last", rec.Schema())
 	}
-	for r := range 3 {
+	for r := range 4 {
 		col := func(name string) arrow.Array { return rec.Column(rec.Schema().FieldIndices(name)[0]) }
 		if got := col(colLSN).ValueStr(r); got != "305419896" {
 			t.Errorf("row %d lsn = %s, want 305419896", r, got)
@@ -135,7 +137,7 @@ func TestDeferredChangelogFile(t *testing.T) {
 		if got := col(colCommitTS).ValueStr(r); got != "2026-11-30T18:00:00.123456Z" {
 			t.Errorf("row %d commit_ts = %s", r, got)
 		}
-		if got, want := col(colSeq).ValueStr(r), []string{"1", "2", "3"}[r]; got != want {
+		if got, want := col(colSeq).ValueStr(r), []string{"1", "2", "3", "4"}[r]; got != want {
 			t.Errorf("row %d seq = %s, want %s", r, got, want)
 		}
 		if got, want := col(colOp).ValueStr(r), string(rows[r].op); got != want {
@@ -144,6 +146,11 @@ func TestDeferredChangelogFile(t *testing.T) {
 	}
 	if got := col0(rec, colAfter).ValueStr(1); got != `{"id":1,"v":"uno"}` {
 		t.Errorf("row 2 after = %s", got)
+	}
+	for r, want := range []string{"(null)", "(null)", `["v"]`, "(null)"} {
+		if got := col0(rec, colUnavailable).ValueStr(r); got != want {
+			t.Errorf("row %d unavailable = %s, want %s", r+1, got, want)
+		}
 	}
 }
 

@@ -32,6 +32,10 @@ type Sink interface {
 	// TakeKeyGained returns the tables without a mirror that the last
 	// committed transaction gave a key (DDL capture).
 	TakeKeyGained() []uint32
+	// TakeRecopy returns the tables whose mirrors the stream cannot make
+	// exact, as of the last committed transaction: they must be copied
+	// again.
+	TakeRecopy() []uint32
 	Begin(xid uint32, commitLSN decode.LSN, commitTS time.Time)
 	// Change applies a row change. c and its tuples' data are valid only
 	// until Change returns: the sink copies what it keeps.
@@ -91,6 +95,11 @@ type StreamConfig struct {
 	// LoadDDLKey reads the key DDL events are signed with (see LoadDDLKey).
 	// Without it, or while it fails, DDL events are ignored.
 	LoadDDLKey func(ctx context.Context) ([]byte, error)
+	// OnRecopy is called after the commit of a transaction when a table's
+	// mirror must be copied again (see Sink.TakeRecopy): the callback
+	// copies it (see SyncTable). Without it the copy waits for the next
+	// start.
+	OnRecopy func(ctx context.Context, relID uint32, keepalive func() error) error
 }
 
 // stream is the state of one replication session.
@@ -398,7 +407,7 @@ func (s *stream) apply(ctx context.Context, msg decode.Message) error {
 						return err
 					}
 				}
-				return nil
+				return s.keysGained(ctx)
 			}
 		}
 		return s.replay(ctx, m)
@@ -503,13 +512,22 @@ func (s *stream) replay(ctx context.Context, m *decode.StreamCommit) error {
 }
 
 // keysGained hands tables the committed transaction gave a key to
-// OnKeyGained.
+// OnKeyGained, and tables to copy again to OnRecopy.
 func (s *stream) keysGained(ctx context.Context) error {
+	keepalive := func() error { return s.sendStatus(ctx) }
 	for _, relID := range s.sink.TakeKeyGained() {
 		if s.cfg.OnKeyGained == nil {
 			continue
 		}
-		if err := s.cfg.OnKeyGained(ctx, relID, func() error { return s.sendStatus(ctx) }); err != nil {
+		if err := s.cfg.OnKeyGained(ctx, relID, keepalive); err != nil {
+			return err
+		}
+	}
+	for _, relID := range s.sink.TakeRecopy() {
+		if s.cfg.OnRecopy == nil {
+			continue
+		}
+		if err := s.cfg.OnRecopy(ctx, relID, keepalive); err != nil {
 			return err
 		}
 	}
