@@ -40,7 +40,7 @@ func TestChangelogGainsUnavailable(t *testing.T) {
 	}
 	sc := icego.NewSchema(0, old...)
 	spec := ChangelogSpec(sc)
-	if _, err := ensureTable(ctx, cat, table.Identifier{"public", "t" + ChangelogSuffix}, sc, &spec); err != nil {
+	if _, err := ensureTable(ctx, cat, table.Identifier{"public", "t" + ChangelogSuffix}, sc, &spec, nil); err != nil {
 		t.Fatal(err)
 	}
 	s := NewSink(cat, Config{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
