@@ -69,7 +69,7 @@ func unnestCanon(elem string) string {
 		` ORDER BY i), '[]'::json) FROM generate_subscripts(%[1]s, 1) i) END`
 }
 
-func typeColumns(postgis bool) []typeCol {
+func typeColumns() []typeCol {
 	text := "canon.out(%s)"
 	cols := []typeCol{
 		{"id", "int PRIMARY KEY", text},
@@ -141,19 +141,16 @@ func typeColumns(postgis bool) []typeCol {
 		{"a_tags", "types.tags[]", unnestCanon("array_to_json(%s)")},
 		{"a_tsrange", "tsrange[]", "array_to_json(%s::text[])"},
 	}
-	if postgis {
-		cols = append(cols,
-			typeCol{"c_geom", "geometry", `'\x' || lower(%s::text)`},
-			typeCol{"c_geog", "geography", `'\x' || lower(%s::text)`},
-			typeCol{"a_geom", "geometry[]", unnestCanon(`'\x' || lower(%s::text)`)},
-		)
-	}
-	return cols
+	return append(cols,
+		typeCol{"c_geom", "geometry", `'\x' || lower(%s::text)`},
+		typeCol{"c_geog", "geography", `'\x' || lower(%s::text)`},
+		typeCol{"a_geom", "geometry[]", unnestCanon(`'\x' || lower(%s::text)`)},
+	)
 }
 
 // typeRows are the rows the initial copy finds, one SQL value per column
 // of typeColumns (PostGIS ones last). Row 3 is NULL everywhere but id.
-func typeRows(postgis bool) [][]string {
+func typeRows() [][]string {
 	big := `repeat('ü😀x', 1 << 18)` // 1.75 MB of text
 	rows := [][]string{
 		{ // ordinary values
@@ -215,11 +212,9 @@ func typeRows(postgis bool) [][]string {
 			"'{}'", "'{}'", "'{}'", "'{}'",
 		},
 	}
-	if postgis {
-		rows[0] = append(rows[0], "'SRID=4326;POINT(1 2)'", "'POINT(1 2)'", "ARRAY['POINT(1 2)'::geometry, 'LINESTRING(0 0,1 1)'::geometry]")
-		rows[1] = append(rows[1], "'POINT EMPTY'", "'SRID=4326;LINESTRING(0 0,1 1)'", "ARRAY['SRID=3857;POINT Z (1 2 3)'::geometry, NULL, 'GEOMETRYCOLLECTION EMPTY'::geometry]")
-		rows[3] = append(rows[3], "'MULTIPOLYGON(((0 0,1 0,1 1,0 0)),((2 2,3 2,3 3,2 2)))'", "'POINT(-180 -90)'", "'{}'")
-	}
+	rows[0] = append(rows[0], "'SRID=4326;POINT(1 2)'", "'POINT(1 2)'", "ARRAY['POINT(1 2)'::geometry, 'LINESTRING(0 0,1 1)'::geometry]")
+	rows[1] = append(rows[1], "'POINT EMPTY'", "'SRID=4326;LINESTRING(0 0,1 1)'", "ARRAY['SRID=3857;POINT Z (1 2 3)'::geometry, NULL, 'GEOMETRYCOLLECTION EMPTY'::geometry]")
+	rows[3] = append(rows[3], "'MULTIPOLYGON(((0 0,1 0,1 1,0 0)),((2 2,3 2,3 3,2 2)))'", "'POINT(-180 -90)'", "'{}'")
 	return rows
 }
 
@@ -250,6 +245,19 @@ func TestTypeMatrixStreamed(t *testing.T) {
 
 const typesSlot = "pg2iceberg_types_pub"
 
+// requirePostGIS fails the test when the server has no PostGIS: the
+// matrix's geometry and geography columns are part of what it proves.
+func requirePostGIS(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
+	var postgis bool
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) > 0 FROM pg_available_extensions WHERE name = 'postgis'").Scan(&postgis); err != nil {
+		t.Fatal(err)
+	}
+	if !postgis {
+		t.Fatal("PostGIS is not installed for this PostgreSQL server, and the type matrix needs it for its geometry and geography columns: run scripts/setup.sh (it installs Debian's postgresql-<major>-postgis-3)")
+	}
+}
+
 // typeMatrix is one run of the matrix: the source, with types.matrix
 // filled and published, and the bridge copying it into tg.
 type typeMatrix struct {
@@ -275,20 +283,11 @@ func startTypeMatrixOf(t *testing.T, keep func(name string) bool, settings map[s
 	ctx := context.Background()
 	pg := harness.StartPostgresT(t, harness.PostgresOptions{Settings: settings})
 	m := &typeMatrix{conn: pgConn(t, pg), tg: localTarget(t)}
-	var postgis bool
-	if err := m.conn.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_available_extensions WHERE name = 'postgis'").Scan(&postgis); err != nil {
+	requirePostGIS(t, m.conn)
+	if err := pg.Exec(ctx, "CREATE EXTENSION postgis;\n"+typesSetup); err != nil {
 		t.Fatal(err)
 	}
-	setup := typesSetup
-	if postgis {
-		setup = "CREATE EXTENSION postgis;\n" + setup
-	} else {
-		t.Log("PostGIS is not installed: the geometry and geography columns are left out")
-	}
-	if err := pg.Exec(ctx, setup); err != nil {
-		t.Fatal(err)
-	}
-	all := typeColumns(postgis)
+	all := typeColumns()
 	var kept []int
 	for i, c := range all {
 		if keep == nil || i == 0 || keep(c.name) {
@@ -307,7 +306,7 @@ func startTypeMatrixOf(t *testing.T, keep func(name string) bool, settings map[s
 	exec1(t, m.conn, "CREATE TABLE types.matrix ("+strings.Join(decls, ",\n  ")+")")
 	exec1(t, m.conn, "ALTER TABLE types.matrix REPLICA IDENTITY FULL")
 	exec1(t, m.conn, "CREATE PUBLICATION types_pub FOR TABLE types.matrix")
-	for i, vals := range typeRows(postgis) {
+	for i, vals := range typeRows() {
 		if vals == nil {
 			exec1(t, m.conn, fmt.Sprintf("INSERT INTO types.matrix (id) VALUES (%d)", i+1))
 			continue

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what pg2iceberg's tests need. Idempotent: run it as often as you
 # like; it only installs what is missing.
-#   - PostgreSQL server binaries (Debian's postgresql package)
+#   - PostgreSQL server binaries (Debian's postgresql package) and PostGIS
+#     for that server (postgresql-<major>-postgis-3)
 #   - versitygw v1.8.0, a local S3 gateway (go install)
 #   - Python readers: pyiceberg + pyarrow, duckdb + its iceberg extension,
 #     pyspark
@@ -67,6 +68,23 @@ else
 	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
 	PG_BINDIR=$(find_pg_bindir) || die "apt-get installed postgresql but initdb is still missing: look under /usr/lib/postgresql"
 	say "postgresql server binaries installed in $PG_BINDIR"
+fi
+
+# PostGIS for the type matrix's geometry and geography columns: Debian's
+# package built for the server found above (postgresql-15-postgis-3 for 15).
+PG_MAJOR=$("$PG_BINDIR/postgres" --version | sed -n 's/.*(PostgreSQL) \([0-9][0-9]*\).*/\1/p')
+[ -n "$PG_MAJOR" ] || die "cannot tell the major version of $PG_BINDIR/postgres from '$("$PG_BINDIR/postgres" --version)'"
+PG_SHAREDIR=$("$PG_BINDIR/pg_config" --sharedir 2>/dev/null || echo "/usr/share/postgresql/$PG_MAJOR")
+POSTGIS_PKG="postgresql-$PG_MAJOR-postgis-3"
+if [ -f "$PG_SHAREDIR/extension/postgis.control" ]; then
+	say "postgis found in $PG_SHAREDIR/extension"
+else
+	command -v apt-get >/dev/null 2>&1 || die "postgis is missing from $PG_SHAREDIR/extension and there is no apt-get: install PostGIS 3 for PostgreSQL $PG_MAJOR with your package manager"
+	say "installing $POSTGIS_PKG with apt-get (Debian's PostGIS for PostgreSQL $PG_MAJOR)"
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$POSTGIS_PKG" >/dev/null ||
+		die "apt-get could not install $POSTGIS_PKG (see above): check 'apt-cache policy $POSTGIS_PKG'"
+	[ -f "$PG_SHAREDIR/extension/postgis.control" ] || die "apt-get installed $POSTGIS_PKG but $PG_SHAREDIR/extension/postgis.control is still missing"
 fi
 
 # PostgreSQL refuses to run as root; the harness then runs it as 'postgres'.
