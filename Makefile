@@ -1,16 +1,28 @@
 # pg2iceberg — see README.md.
 GO ?= go
 
-.PHONY: build test unit integration lint demo bench clean
+.PHONY: setup build static test unit integration lint demo bench clean
+
+# Installs what is missing (idempotent; under a second when all is there).
+# make test and make demo run it first, so on a fresh machine they are the
+# only two commands.
+setup:
+	bash scripts/setup.sh
 
 build:
 	$(GO) build -o bin/pg2iceberg .
 
+# The static binary the Dockerfile builds, with the same script.
+static:
+	bash scripts/build-static.sh
+
 # Unit tests of the pure packages, then the end-to-end tests against a
-# throwaway PostgreSQL, versitygw and real readers (run scripts/setup.sh first).
-# The interop suite's reader x check table is printed at the end.
-test: build
+# throwaway PostgreSQL, versitygw and real readers, after setup and a check
+# of docker-compose.yml. The interop suite's reader x check table is printed
+# at the end.
+test: setup build
 	$(GO) vet ./...
+	bash scripts/check-compose.sh
 	rm -f bin/interop-report.txt
 	PG2ICEBERG_INTEROP_REPORT=$(CURDIR)/bin/interop-report.txt $(GO) test -count=1 -timeout 40m ./...
 	@if [ -f bin/interop-report.txt ]; then cat bin/interop-report.txt; fi
@@ -24,7 +36,7 @@ lint:
 
 # Starts a throwaway Postgres with a small shop schema and a write load, runs
 # the bridge into ./warehouse and prints what the Iceberg tables hold.
-demo: build
+demo: setup build
 	$(GO) run ./integration/demo
 
 clean:

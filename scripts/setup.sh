@@ -10,6 +10,8 @@
 #     pyspark (Maven Central), for the interop suite's Spark SQL reader. The
 #     jar is kept in $PG2ICEBERG_CACHE_DIR (default ~/.cache/pg2iceberg)/jars,
 #     linked as iceberg-spark-runtime.jar.
+#   - docker-compose (Debian's 1.29), which scripts/check-compose.sh uses to
+#     validate docker-compose.yml; no Docker engine is needed or installed
 set -euo pipefail
 
 VERSITYGW_VERSION=v1.8.0
@@ -122,18 +124,25 @@ command -v python3 >/dev/null 2>&1 || {
 	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
 	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-pip >/dev/null
 }
-if ! python3 -m pip --version >/dev/null 2>&1; then
+# ensure_pip installs pip on the first pip_install of a run (checking for it
+# costs a second, so a run with everything installed does not).
+PIP_CHECKED=
+ensure_pip() {
+	[ -z "$PIP_CHECKED" ] || return 0
+	PIP_CHECKED=1
+	python3 -m pip --version >/dev/null 2>&1 && return 0
 	command -v apt-get >/dev/null 2>&1 || die "python3 has no pip: install pip for $(command -v python3)"
 	say "installing python3-pip with apt-get"
 	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
 	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip >/dev/null
-fi
+}
 
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 # pip_install installs pinned packages; on a distro python that refuses
 # (PEP 668 "externally managed"), it retries with --break-system-packages.
 pip_install() {
 	local log
+	ensure_pip
 	log=$(mktemp)
 	if python3 -m pip install -q "$@" >"$log" 2>&1; then rm -f "$log"; return 0; fi
 	if grep -q externally-managed "$log"; then
@@ -144,29 +153,48 @@ pip_install() {
 	return 1
 }
 
-# py_has prints nothing and succeeds if every module==version pair imports.
-py_has() {
-	python3 - "$@" <<'EOF' >/dev/null 2>&1
+# PYV holds the installed version of each Python distribution the tests use
+# ("-" when missing), read in one python3 start: the shim and interpreter
+# start-up are most of what a run with everything installed costs.
+PY_DISTS=(pyiceberg pyarrow sqlalchemy duckdb duckdb-ext-iceberg duckdb-ext-avro duckdb-ext-httpfs pytz pyspark)
+declare -A PYV
+load_pyv() {
+	local name v
+	while read -r name v; do PYV[$name]=$v; done < <(python3 - "${PY_DISTS[@]}" <<'EOF'
 import sys
-from importlib.metadata import version
-for pair in sys.argv[1:]:
-    name, want = pair.split("==")
-    if version(name) != want:
-        sys.exit(1)
+from importlib.metadata import version, PackageNotFoundError
+print("python", f"{sys.version.split()[0]} ({sys.executable})")
+for name in sys.argv[1:]:
+    try:
+        print(name, version(name))
+    except PackageNotFoundError:
+        print(name, "-")
 EOF
+	)
+}
+load_pyv
+
+# py_has succeeds if every name==version pair is installed.
+py_has() {
+	local pair
+	for pair; do
+		[ "${PYV[${pair%%==*}]:-}" = "${pair#*==}" ] || return 1
+	done
 }
 
-if py_has "pyiceberg==$PYICEBERG_VERSION" "pyarrow==$PYARROW_VERSION" && python3 -c "import sqlalchemy, pyiceberg.catalog.sql" >/dev/null 2>&1; then
+if py_has "pyiceberg==$PYICEBERG_VERSION" "pyarrow==$PYARROW_VERSION" && [ "${PYV[sqlalchemy]:-}" != - ]; then
 	say "pyiceberg $PYICEBERG_VERSION and pyarrow $PYARROW_VERSION already installed"
 else
 	say "installing pyiceberg[sql-sqlite,pyarrow]==$PYICEBERG_VERSION and pyarrow==$PYARROW_VERSION with pip"
 	pip_install "pyiceberg[sql-sqlite,pyarrow]==$PYICEBERG_VERSION" "pyarrow==$PYARROW_VERSION" ||
 		die "pip could not install pyiceberg/pyarrow (see above): check that PyPI is reachable and python3 is 3.9+"
+	load_pyv
 fi
 
 # The duckdb-ext-* wheels ship extension files for one duckdb version; the
 # iceberg extension needs avro (manifests) and httpfs (s3); duckdb's python
 # client needs pytz to return timestamptz values.
+DUCKDB_INSTALLED=
 DUCKDB_PKGS=("duckdb==$DUCKDB_VERSION" "duckdb-ext-iceberg==$DUCKDB_EXT_VERSION"
 	"duckdb-ext-avro==$DUCKDB_EXT_VERSION" "duckdb-ext-httpfs==$DUCKDB_EXT_VERSION" "pytz==$PYTZ_VERSION")
 if py_has "${DUCKDB_PKGS[@]}"; then
@@ -175,6 +203,8 @@ else
 	say "installing duckdb $DUCKDB_VERSION and its iceberg/avro/httpfs extensions with pip (optional)"
 	pip_install "${DUCKDB_PKGS[@]}" ||
 		die "pip could not install duckdb and its extensions (see above); the interop suite reads with them"
+	DUCKDB_INSTALLED=1
+	load_pyv
 fi
 
 if py_has "pyspark==$PYSPARK_VERSION"; then
@@ -182,6 +212,7 @@ if py_has "pyspark==$PYSPARK_VERSION"; then
 else
 	say "installing pyspark==$PYSPARK_VERSION with pip (about 320 MB)"
 	pip_install "pyspark==$PYSPARK_VERSION" || die "pip could not install pyspark (see above): check that PyPI is reachable"
+	load_pyv
 fi
 
 # ------------------------------------------------------------ java, spark jar
@@ -191,9 +222,11 @@ apt_install() {
 	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
 	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
 }
-java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1; }
-if ! command -v java >/dev/null 2>&1 || [ "$(java_major || true)" -lt 17 ] 2>/dev/null; then
+JAVA_VERSION=$(java -version 2>&1 | head -1 || true)
+java_major=$(printf '%s\n' "$JAVA_VERSION" | sed -n 's/.*version "\([0-9]*\).*/\1/p')
+if ! command -v java >/dev/null 2>&1 || [ "${java_major:-0}" -lt 17 ]; then
 	apt_install "java 17+" openjdk-17-jre-headless
+	JAVA_VERSION=$(java -version 2>&1 | head -1)
 fi
 command -v mvn >/dev/null 2>&1 || apt_install mvn maven
 
@@ -211,23 +244,36 @@ else
 fi
 ln -sfn "$(basename "$JAR")" "$JAR_DIR/iceberg-spark-runtime.jar"
 
+# ---------------------------------------------------------- docker-compose
+# scripts/check-compose.sh validates docker-compose.yml with it (no engine
+# needed): Debian's docker-compose 1.29, unless Compose v2 is there.
+# (`docker-compose version` takes a second: the path is shown instead.)
+if command -v docker-compose >/dev/null 2>&1; then
+	COMPOSE_VERSION=$(command -v docker-compose)
+elif command -v docker >/dev/null 2>&1 && docker compose version >/dev/null 2>&1; then
+	COMPOSE_VERSION="docker compose $(docker compose version --short)"
+else
+	apt_install docker-compose docker-compose
+	COMPOSE_VERSION=$(command -v docker-compose)
+fi
+
 # ---------------------------------------------------------------- summary
 say "available tools:"
 echo "  postgres:   $("$PG_BINDIR/postgres" --version) ($PG_BINDIR)"
 echo "  versitygw:  $VGW ($VERSITYGW_VERSION when built by this script)"
 echo "  go:         $(go version)"
-echo "  java:       $(java -version 2>&1 | head -1)"
+echo "  java:       $JAVA_VERSION"
+echo "  compose:    $COMPOSE_VERSION (validates docker-compose.yml only)"
 echo "  spark jar:  $JAR_DIR/iceberg-spark-runtime.jar -> $(basename "$JAR")"
-python3 - <<'EOF'
-import sys
-from importlib.metadata import version, PackageNotFoundError
-print(f"  python:     {sys.version.split()[0]} ({sys.executable})")
-for name in ("pyiceberg", "pyarrow", "sqlalchemy", "duckdb", "duckdb-ext-iceberg", "pytz", "pyspark"):
-    try:
-        v = version(name)
-    except PackageNotFoundError:
-        v = "not installed"
-    print(f"  {name + ':':<20}{v}")
+echo "  python:     ${PYV[python]}"
+for name in pyiceberg pyarrow sqlalchemy duckdb duckdb-ext-iceberg pytz pyspark; do
+	v=${PYV[$name]:--}
+	printf '  %-20s%s\n' "$name:" "${v/#-/not installed}"
+done
+# Loading DuckDB's extensions offline takes about a second: checked when
+# this run installed them.
+if [ -n "$DUCKDB_INSTALLED" ]; then
+	python3 - <<'EOF'
 try:
     import os, duckdb, duckdb_ext
     ext_dir = os.path.join(list(duckdb_ext.__path__)[0], "extensions")
@@ -238,4 +284,5 @@ try:
 except Exception as e:  # optional reader
     print(f"  duckdb iceberg extension: unavailable ({type(e).__name__})")
 EOF
+fi
 say "setup done"
