@@ -4,7 +4,7 @@
 #   docker run --rm pg2iceberg --help
 
 # ---- build: the same command as scripts/build-static.sh run by hand
-FROM golang:1.26.8-bookworm AS build
+FROM golang:1.26.8 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

@@ -4,8 +4,9 @@
 #   - `docker-compose config` (Debian's docker-compose 1.29, which
 #     scripts/setup.sh installs; `docker compose` v2 where that is what
 #     there is) parses and validates the file;
-#   - every image is pinned by a version tag (no :latest, no bare name),
-#     except the one the stack builds itself;
+#   - every image, and every base image of the Dockerfile, is pinned by a
+#     version tag (no :latest, no bare name), except the one the stack
+#     builds itself;
 #   - every file the stack bind-mounts or takes a secret from exists.
 # It pulls, builds and starts nothing.
 set -euo pipefail
@@ -35,6 +36,15 @@ done < <(printf '%s\n' "$config" | awk '
 	/^    build:/ { build[svc] = 1 }
 	/^    image:/ { image[svc] = $2 }
 	END { for (s in image) if (!build[s]) print image[s] }')
+
+# The Dockerfile's base images, the same rule (scratch and stages aside).
+while read -r image; do
+	tag=${image##*:}
+	if [ "$tag" = "$image" ] || [ "$tag" = latest ] || ! [[ $tag =~ [0-9] ]]; then
+		echo "check-compose: Dockerfile base image $image is not pinned by a version tag" >&2
+		fail=1
+	fi
+done < <(awk 'toupper($1) == "FROM" && $2 != "scratch" { stage[$4] = 1; if (!($2 in stage)) print $2 }' Dockerfile)
 
 # Bind mounts and secret files: absolute host paths in the resolved file.
 while read -r path; do
