@@ -62,15 +62,7 @@ func loadOverrides(c *cli.Context) (*mapping.Overrides, error) {
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read --config: %w", err)
-	}
-	o, err := mapping.ParseOverrides(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return o, nil
+	return mapping.ReadConfig(path)
 }
 
 func catalogConfig(c *cli.Context) iceberg.CatalogConfig {
@@ -194,7 +186,7 @@ func runCmd(c *cli.Context) error {
 	if err := replication.Lease(ctx, conn, slot); err != nil {
 		return err
 	}
-	rels, err := replication.Preflight(ctx, conn, pub, overrides)
+	rels, err := replication.PreflightStart(ctx, conn, pub, overrides, log)
 	if err != nil {
 		return fmt.Errorf("preflight failed:\n%w", err)
 	}
@@ -555,7 +547,7 @@ func backfillCmd(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("slot %s: %w: run the bridge once first", slot, err)
 	}
-	rels, err := replication.Preflight(ctx, conn, pub, overrides)
+	rels, err := replication.PreflightStart(ctx, conn, pub, overrides, log)
 	if err != nil {
 		return fmt.Errorf("preflight failed:\n%w", err)
 	}

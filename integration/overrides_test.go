@@ -39,8 +39,10 @@ func TestOverrides(t *testing.T) {
   - column: public.t.at2
     to: timestamptz
     zone: Asia/Kolkata
+    added_later: true
   - column: public.t.hidden
     to: exclude
+    added_later: true
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package mapping
 
 import (
-	"errors"
 	"fmt"
 	"math/big"
 	"regexp"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
-	"go.yaml.in/yaml/v3"
 )
 
 // Override overrides the default mapping of the columns it matches: by type
@@ -30,6 +28,12 @@ type Override struct {
 	// Zone is the IANA time zone a timestamptz rule reads timestamps in
 	// (default UTC).
 	Zone string `yaml:"zone"`
+	// AddedLater says the column (or type) does not exist yet: the rule
+	// waits for it. Without it, a rule naming a column, table or type the
+	// publication does not have is an error at start (a typo).
+	AddedLater bool `yaml:"added_later"`
+	// Line is the rule's line in the file.
+	Line int `yaml:"-"`
 
 	loc *time.Location
 }
@@ -39,6 +43,8 @@ type Override struct {
 type Overrides struct {
 	Overrides []Override      `yaml:"rules"`
 	Tables    []TablePolicies `yaml:"tables"`
+	// File is the file read, for messages.
+	File string `yaml:"-"`
 }
 
 // TablePolicies says what schema changes do to one table's Iceberg tables
@@ -52,6 +58,10 @@ type TablePolicies struct {
 	// DropTable is keep (the default: the Iceberg tables stay, marked
 	// dropped in their properties) or drop (they are dropped too).
 	DropTable string `yaml:"drop_table"`
+	// AddedLater says the table is not in the publication yet.
+	AddedLater bool `yaml:"added_later"`
+	// Line is the entry's line in the file.
+	Line int `yaml:"-"`
 }
 
 // Policies returns the policies for table (schema.table): its own entry,
@@ -88,29 +98,30 @@ func withDefaults(p, def TablePolicies) TablePolicies {
 
 var decimalRE = regexp.MustCompile(`^decimal\((\d+),\s*(\d+)\)$`)
 
-// ParseOverrides reads and checks a configuration file's rules.
-func ParseOverrides(data []byte) (*Overrides, error) {
+// ParseOverrides reads and checks a configuration file's rules: every
+// problem at once, as a *ConfigError.
+func ParseOverrides(data []byte) (*Overrides, error) { return parseConfig("", data) }
+
+func parseConfig(name string, data []byte) (*Overrides, error) {
 	var r Overrides
-	dec := yaml.NewDecoder(strings.NewReader(string(data)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("configuration: %w", err)
+	e := decodeConfig(name, data, &r)
+	if err := e.Err(); err != nil {
+		return nil, err
 	}
-	var errs []error
 	for i, rule := range r.Overrides {
-		where := fmt.Sprintf("rule %d", i+1)
+		where, line := fmt.Sprintf("rule %d", i+1), rule.Line
 		if (rule.Type == "") == (rule.Column == "") {
-			errs = append(errs, fmt.Errorf("%s: give exactly one of the keys type and column", where))
+			e.Add(line, "%s: give exactly one of the keys type and column", where)
 		}
 		if rule.Column != "" && strings.Count(rule.Column, ".") != 2 {
-			errs = append(errs, fmt.Errorf("%s: column %q must be schema.table.column", where, rule.Column))
+			e.Add(line, "%s: column %q must be schema.table.column", where, rule.Column)
 		}
 		t, _, err := rule.target()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			e.Add(line, "%s: %v", where, err)
 		}
 		if rule.Zone != "" && t != iceberg.PrimitiveTypes.TimestampTz {
-			errs = append(errs, fmt.Errorf("%s: zone applies only to a rule with to: timestamptz", where))
+			e.Add(line, "%s: zone applies only to a rule with to: timestamptz", where)
 		}
 		if t == iceberg.PrimitiveTypes.TimestampTz {
 			zone := rule.Zone
@@ -119,34 +130,34 @@ func ParseOverrides(data []byte) (*Overrides, error) {
 			}
 			loc, err := time.LoadLocation(zone)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: zone %q is not an IANA time zone name such as Europe/Paris or UTC: %w", where, rule.Zone, err))
+				e.Add(line, "%s: zone %q is not an IANA time zone name such as Europe/Paris or UTC", where, rule.Zone)
 			}
 			r.Overrides[i].loc = loc
 		}
 		switch rule.Lossy {
 		case "", "fail", "allow":
 		default:
-			errs = append(errs, fmt.Errorf("%s: lossy is %q; use fail or allow", where, rule.Lossy))
+			e.Add(line, "%s: lossy is %q; use fail or allow", where, rule.Lossy)
 		}
 	}
 	for i, p := range r.Tables {
-		where := fmt.Sprintf("tables entry %d", i+1)
+		where, line := fmt.Sprintf("tables entry %d", i+1), p.Line
 		if p.Table != "*" && strings.Count(p.Table, ".") != 1 {
-			errs = append(errs, fmt.Errorf("%s: table %q must be schema.table or *", where, p.Table))
+			e.Add(line, "%s: table %q must be schema.table or *", where, p.Table)
 		}
 		switch p.TypeChange {
 		case "", "fail", "new-column":
 		default:
-			errs = append(errs, fmt.Errorf("%s: type_change is %q; use fail or new-column", where, p.TypeChange))
+			e.Add(line, "%s: type_change is %q; use fail or new-column", where, p.TypeChange)
 		}
 		switch p.DropTable {
 		case "", "keep", "drop":
 		default:
-			errs = append(errs, fmt.Errorf("%s: drop_table is %q; use keep or drop", where, p.DropTable))
+			e.Add(line, "%s: drop_table is %q; use keep or drop", where, p.DropTable)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("configuration: %w", err)
+	if err := e.Err(); err != nil {
+		return nil, err
 	}
 	return &r, nil
 }

@@ -34,9 +34,23 @@ func (e *PreflightError) Error() string {
 // overrides (from the configuration file, may be nil) are attached to the
 // columns they match.
 func Preflight(ctx context.Context, conn *pgx.Conn, publication string, overrides *mapping.Overrides) ([]*decode.Relation, error) {
+	rels, problems, err := preflight(ctx, conn, publication, overrides)
+	if err != nil {
+		return nil, err
+	}
+	if err := errors.Join(problems...); err != nil {
+		return nil, err
+	}
+	return rels, nil
+}
+
+// preflight is Preflight's checks: the tables found (nil when the
+// publication does not exist), every problem, or an error that stopped the
+// checks.
+func preflight(ctx context.Context, conn *pgx.Conn, publication string, overrides *mapping.Overrides) ([]*decode.Relation, []error, error) {
 	var walLevel string
 	if err := conn.QueryRow(ctx, "SHOW wal_level").Scan(&walLevel); err != nil {
-		return nil, fmt.Errorf("read wal_level: %w", err)
+		return nil, nil, fmt.Errorf("read wal_level: %w", err)
 	}
 	var errs []error
 	if walLevel != "logical" {
@@ -48,7 +62,7 @@ func Preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 	var user string
 	var canReplicate bool
 	if err := conn.QueryRow(ctx, "SELECT current_user, rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&user, &canReplicate); err != nil {
-		return nil, fmt.Errorf("read role attributes: %w", err)
+		return nil, nil, fmt.Errorf("read role attributes: %w", err)
 	}
 	if !canReplicate {
 		errs = append(errs, &PreflightError{
@@ -58,18 +72,18 @@ func Preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 	}
 	var exists bool
 	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1)", publication).Scan(&exists); err != nil {
-		return nil, fmt.Errorf("look up publication: %w", err)
+		return nil, nil, fmt.Errorf("look up publication: %w", err)
 	}
 	if !exists {
 		errs = append(errs, &PreflightError{
 			Problem: fmt.Sprintf("publication %q does not exist in this database", publication),
 			Fix:     fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE schema.table, ...;  -- or FOR ALL TABLES", decode.QuoteIdent(publication)),
 		})
-		return nil, errors.Join(errs...)
+		return nil, errs, nil
 	}
 	rels, err := publishedTables(ctx, conn, publication)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(rels) == 0 {
 		errs = append(errs, &PreflightError{
@@ -80,7 +94,7 @@ func Preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 	for _, rel := range rels {
 		var canRead bool
 		if err := conn.QueryRow(ctx, "SELECT has_table_privilege($1::oid, 'SELECT')", rel.ID).Scan(&canRead); err != nil {
-			return nil, fmt.Errorf("check privileges on %s: %w", rel.QualifiedName(), err)
+			return nil, nil, fmt.Errorf("check privileges on %s: %w", rel.QualifiedName(), err)
 		}
 		if !canRead {
 			errs = append(errs, &PreflightError{
@@ -125,17 +139,14 @@ func Preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 		if len(unmapped) > 0 {
 			fix, err := columnListFix(ctx, conn, publication, rel, unmapped)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			for _, ute := range unmapped {
 				ute.Fix = fix
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return rels, nil
+	return rels, errs, nil
 }
 
 // columnListFix returns the statements that publish rel without its

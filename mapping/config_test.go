@@ -1,0 +1,79 @@
+package mapping
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Every problem of a configuration file is named in the file's terms
+// (keys, rule numbers, never a Go type), each at the line where it is.
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"empty", "", "configuration: the file is empty: a configuration has rules: or tables: (see docs/configuration.md#the-configuration-file)"},
+		{"only a comment", "# rules: later\n", "configuration: the file is empty: a configuration has rules: or tables: (see docs/configuration.md#the-configuration-file)"},
+		{"unknown top key", "rule:\n  - type: numeric\n    to: string\n",
+			`configuration:1: the file: unknown key "rule" (the keys are rules, tables)`},
+		{"unknown rule key", "rules:\n  - type: numeric\n    to: string\n  - colum: a.b.c\n    to: exclude\n",
+			`configuration:4: rule 2: unknown key "colum" (the keys are type, column, to, lossy, zone, added_later)`},
+		{"unknown table key", "tables:\n  - table: a.b\n    typechange: fail\n",
+			`configuration:3: tables entry 1: unknown key "typechange" (the keys are table, type_change, drop_table, added_later)`},
+		{"every problem at once", "rules:\n  - type: numeric\n    to: strin\n  - colum: a.b.c\n    to: exclude\n",
+			"configuration:4: rule 2: unknown key \"colum\" (the keys are type, column, to, lossy, zone, added_later)"},
+		{"indentation, further down", "rules:\n  - type: numeric\n    to: string\n  - column: a.b.c\n  to: exclude\n",
+			"configuration:5: not valid YAML: did not find expected '-' indicator"},
+		{"a tab", "rules:\n  - type: numeric\n    to: string\n\t- column: x\n",
+			"configuration:4: not valid YAML: found a tab character that violates indentation"},
+		{"rules not a list", "rules:\n  type: numeric\n",
+			"configuration:2: rules must be a list, each entry starting with -, not a map"},
+		{"the file a list", "- type: numeric\n",
+			"configuration:1: the file must be a map with the keys rules and tables, not a list"},
+		{"a list as value", "rules:\n  - type: numeric\n    to: [string]\n",
+			"configuration:3: rule 1: to must be a single value, not a list"},
+		{"a key twice", "rules:\n  - type: numeric\n    to: string\n    to: exclude\n",
+			"configuration:4: rule 1: key to given twice (also at line 3)"},
+		{"added_later not a bool", "rules:\n  - column: a.b.c\n    to: exclude\n    added_later: soon\n",
+			`configuration:4: rule 1: added_later is "soon"; use true or false`},
+		{"bad value at its rule's line", "rules:\n  - type: numeric\n    to: string\n  - type: jsonb\n    to: float\n",
+			`configuration:4: rule 2: to: "float"; use string, decimal(P,S), timestamptz or exclude`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseOverrides([]byte(tc.yaml))
+			if err == nil {
+				t.Fatalf("ParseOverrides(%q) succeeded, want %q", tc.yaml, tc.want)
+			}
+			if got := err.Error(); !slices.Contains(strings.Split(got, "\n"), tc.want) {
+				t.Errorf("ParseOverrides(%q) error =\n%s\nwant a line\n%s", tc.yaml, got, tc.want)
+			}
+		})
+	}
+	// Both problems of one file, in line order.
+	_, err := ParseOverrides([]byte("rules:\n  - type: numeric\n    to: strin\n  - column: a.b\n    to: exclude\n"))
+	want := "configuration:2: rule 1: to: \"strin\"; use string, decimal(P,S), timestamptz or exclude\nconfiguration:4: rule 2: column \"a.b\" must be schema.table.column"
+	if err == nil || err.Error() != want {
+		t.Errorf("two problems: error =\n%v\nwant\n%s", err, want)
+	}
+}
+
+// ReadConfig names the file in every message and keeps each rule's line.
+func TestReadConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pg2iceberg.yaml")
+	if err := os.WriteFile(path, []byte("# rules\nrules:\n  - type: numeric\n    to: string\n  - column: a.b.c\n    to: exclude\n    added_later: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := ReadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.File != path || o.Overrides[0].Line != 3 || o.Overrides[1].Line != 5 || !o.Overrides[1].AddedLater {
+		t.Errorf("ReadConfig = file %q, rules %+v; want the file, lines 3 and 5, the second added_later", o.File, o.Overrides)
+	}
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadConfig(path); err == nil || err.Error() != path+": the file is empty: a configuration has rules: or tables: (see docs/configuration.md#the-configuration-file)" {
+		t.Errorf("ReadConfig(empty) error = %v", err)
+	}
+}

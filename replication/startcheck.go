@@ -1,0 +1,147 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/mapping"
+)
+
+// PreflightStart is Preflight at the start of a command that writes: it
+// also checks the configuration's rules and table entries against the
+// publication (a rule naming a column, table or type that does not exist
+// is a typo, and a misspelt exclude would ship the column it meant to keep
+// out), reporting those problems with the others, and warns about tables
+// the application cannot update or delete in (see warnKeyless).
+//
+// The rules are checked at start only: a column a rule names may be
+// dropped while the bridge streams, which must not stop it.
+func PreflightStart(ctx context.Context, conn *pgx.Conn, publication string, overrides *mapping.Overrides, log *slog.Logger) ([]*decode.Relation, error) {
+	rels, problems, err := preflight(ctx, conn, publication, overrides)
+	if err != nil {
+		return nil, err
+	}
+	if rels != nil && overrides != nil {
+		cfgErr := &mapping.ConfigError{File: overrides.File}
+		if err := checkRules(ctx, conn, publication, rels, overrides, cfgErr); err != nil {
+			return nil, err
+		}
+		if err := cfgErr.Err(); err != nil {
+			problems = append(problems, err)
+		}
+	}
+	if err := errors.Join(problems...); err != nil {
+		return nil, err
+	}
+	return rels, nil
+}
+
+// checkRules adds to e the rules and table entries that name what the
+// publication or the database does not have, unless marked added_later.
+func checkRules(ctx context.Context, conn *pgx.Conn, publication string, rels []*decode.Relation, o *mapping.Overrides, e *mapping.ConfigError) error {
+	byName := make(map[string]*decode.Relation, len(rels))
+	for _, r := range rels {
+		byName[r.QualifiedName()] = r
+	}
+	columns := map[string][]string{} // table → every column, published or not
+	var types []string
+	for i, r := range o.Overrides {
+		where := fmt.Sprintf("rule %d", i+1)
+		switch {
+		case r.AddedLater:
+		case r.Type != "":
+			types = append(types, r.Type)
+		case strings.Count(r.Column, ".") == 2:
+			i := strings.LastIndexByte(r.Column, '.')
+			table, col := r.Column[:i], r.Column[i+1:]
+			rel, ok := byName[table]
+			if !ok {
+				e.Add(r.Line, "%s: column %s: table %s is not in publication %s%s", where, r.Column, table, publication, addedLaterHint(rels))
+				continue
+			}
+			cols, ok := columns[table]
+			if !ok {
+				var err error
+				if cols, err = allColumns(ctx, conn, rel); err != nil {
+					return err
+				}
+				columns[table] = cols
+			}
+			if !slices.Contains(cols, col) {
+				e.Add(r.Line, "%s: column %s: %s has no column %s (its columns: %s); if it is added later, say so with added_later: true", where, r.Column, table, col, strings.Join(cols, ", "))
+			}
+		}
+	}
+	if len(types) > 0 {
+		known, err := knownTypes(ctx, conn, types)
+		if err != nil {
+			return err
+		}
+		for i, r := range o.Overrides {
+			if r.Type != "" && !r.AddedLater && !known[r.Type] {
+				e.Add(r.Line, "rule %d: type %s: no type of that name in the database (write it as format_type prints it, without modifiers: numeric, character varying, timestamp without time zone, text[])", i+1, r.Type)
+			}
+		}
+	}
+	for i, p := range o.Tables {
+		if p.Table == "*" || p.AddedLater {
+			continue
+		}
+		if _, ok := byName[p.Table]; !ok {
+			e.Add(p.Line, "tables entry %d: table %s is not in publication %s%s", i+1, p.Table, publication, addedLaterHint(rels))
+		}
+	}
+	return nil
+}
+
+// addedLaterHint names the publication's tables (the first ten) for a rule
+// naming a table it does not have.
+func addedLaterHint(rels []*decode.Relation) string {
+	names := make([]string, 0, 10)
+	for _, r := range rels[:min(len(rels), 10)] {
+		names = append(names, r.QualifiedName())
+	}
+	if len(rels) > 10 {
+		names = append(names, fmt.Sprintf("and %d more", len(rels)-10))
+	}
+	return " (its tables: " + strings.Join(names, ", ") + "); if the table is added later, say so with added_later: true"
+}
+
+// allColumns lists a table's columns in attnum order, published or not (a
+// rule for a column left out by a column list is harmless).
+func allColumns(ctx context.Context, conn *pgx.Conn, rel *decode.Relation) ([]string, error) {
+	rows, err := conn.Query(ctx, `SELECT attname FROM pg_attribute WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, rel.ID)
+	if err != nil {
+		return nil, fmt.Errorf("read columns of %s: %w", rel.QualifiedName(), err)
+	}
+	cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read columns of %s: %w", rel.QualifiedName(), err)
+	}
+	return cols, nil
+}
+
+// knownTypes reports which of names are types of the database, named as
+// rules match them (format_type without modifiers).
+func knownTypes(ctx context.Context, conn *pgx.Conn, names []string) (map[string]bool, error) {
+	rows, err := conn.Query(ctx, `SELECT DISTINCT format_type(oid, NULL) FROM pg_type WHERE format_type(oid, NULL) = ANY($1)`, names)
+	if err != nil {
+		return nil, fmt.Errorf("look up the types of the rules: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("look up the types of the rules: %w", err)
+	}
+	known := make(map[string]bool, len(found))
+	for _, n := range found {
+		known[n] = true
+	}
+	return known, nil
+}
