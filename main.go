@@ -560,6 +560,9 @@ func backfillCmd(c *cli.Context) error {
 	if rel == nil {
 		return fmt.Errorf("table %s is not in publication %s", want, pub)
 	}
+	if err := replication.Copyable(rel); err != nil {
+		return err
+	}
 	repl, err := replication.ConnectReplication(ctx, source)
 	if err != nil {
 		return err

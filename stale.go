@@ -48,7 +48,7 @@ func staleTables(ctx context.Context, c *cli.Context, sink *iceberg.Sink, rels [
 			}
 		}
 		for _, rel := range rels {
-			if rel.ID == s.RelID && len(rel.KeyColumns()) > 0 && !slices.Contains(out, rel) {
+			if rel.ID == s.RelID && rel.HasKey() && !slices.Contains(out, rel) {
 				out = append(out, rel)
 			}
 		}

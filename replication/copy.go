@@ -183,6 +183,9 @@ func remaining(done [][2]int64) []chunk {
 // copyTable copies one table in the snapshot at lsn (see CopyTables),
 // except the chunks an interrupted copy committed (see CopySink.BeginCopy).
 func copyTable(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink CopySink, lsn decode.LSN, cfg CopyConfig, keepalive func() error, log *slog.Logger) error {
+	if skipKeyless(rel, log) {
+		return nil
+	}
 	if err := copyRows(ctx, txs, rel, sink, lsn, cfg, keepalive, log); err != nil {
 		sink.AbortCopy(rel.ID)
 		return err

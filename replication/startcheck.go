@@ -40,6 +40,9 @@ func PreflightStart(ctx context.Context, conn *pgx.Conn, publication string, ove
 	if err := errors.Join(problems...); err != nil {
 		return nil, err
 	}
+	if err := warnKeyless(ctx, conn, publication, rels, log); err != nil {
+		return nil, err
+	}
 	return rels, nil
 }
 
@@ -144,4 +147,72 @@ func knownTypes(ctx context.Context, conn *pgx.Conn, names []string) (map[string
 		known[n] = true
 	}
 	return known, nil
+}
+
+// warnKeyless warns about each published table without a key (no primary
+// key, no replica identity index, not REPLICA IDENTITY FULL) when the
+// publication publishes updates or deletes: PostgreSQL then refuses the
+// application's own UPDATE or DELETE on that table ("cannot update table
+// ... because it does not have a replica identity and publishes updates").
+// It says what to do. (The sink warns about every keyless table that it
+// gets no mirror.)
+func warnKeyless(ctx context.Context, conn *pgx.Conn, publication string, rels []*decode.Relation, log *slog.Logger) error {
+	var keyless []*decode.Relation
+	for _, r := range rels {
+		if !r.HasKey() && r.ReplicaIdentity != 'f' {
+			keyless = append(keyless, r)
+		}
+	}
+	if len(keyless) == 0 {
+		return nil
+	}
+	var upd, del bool
+	if err := conn.QueryRow(ctx, "SELECT pubupdate, pubdelete FROM pg_publication WHERE pubname = $1", publication).Scan(&upd, &del); err != nil {
+		return fmt.Errorf("read what publication %q publishes: %w", publication, err)
+	}
+	var refused []string
+	if upd {
+		refused = append(refused, "UPDATE")
+	}
+	if del {
+		refused = append(refused, "DELETE")
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	pub := decode.QuoteIdent(publication)
+	for _, r := range keyless {
+		name := decode.QuoteIdent(r.Schema) + "." + decode.QuoteIdent(r.Name)
+		// publish applies to every table of the publication: suggested only
+		// when no table of it needs its updates and deletes.
+		or := "ALTER PUBLICATION " + pub + " DROP TABLE " + name + " (the bridge then leaves it out)"
+		if len(keyless) == len(rels) {
+			or = "ALTER PUBLICATION " + pub + " SET (publish = 'insert, truncate') (the table keeps a changelog of inserts only)"
+		}
+		log.Warn("table has no primary key or replica identity and the publication publishes its updates or deletes: PostgreSQL refuses the application's UPDATE or DELETE on it",
+			"table", r.QualifiedName(), "publication", publication, "refused", strings.Join(refused, ", "),
+			"fix", "ALTER TABLE "+name+" REPLICA IDENTITY FULL (the bridge then mirrors it, keyed on all columns), or add a primary key",
+			"or", or)
+	}
+	return nil
+}
+
+// Copyable says why a table cannot be copied: one with no key has no
+// mirror, and its changelog records changes, not existing rows.
+func Copyable(rel *decode.Relation) error {
+	if rel.HasKey() {
+		return nil
+	}
+	return fmt.Errorf("table %s has no primary key or replica identity, so it has no mirror to copy into (its changelog records changes, not existing rows): run ALTER TABLE %s.%s REPLICA IDENTITY FULL or add a primary key, and the next run creates its mirror and copies it",
+		rel.QualifiedName(), decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name))
+}
+
+// skipKeyless reports (and logs) that a table is not copied because it
+// has no key: reading its rows would write nothing.
+func skipKeyless(rel *decode.Relation, log *slog.Logger) bool {
+	if Copyable(rel) == nil {
+		return false
+	}
+	log.Info("table not copied: it has no primary key or replica identity, so it has no mirror, and its changelog records changes, not existing rows", "table", rel.QualifiedName())
+	return true
 }

@@ -24,6 +24,9 @@ import (
 // is called during the copy so the main replication connection is not timed
 // out by the server.
 func SyncTable(ctx context.Context, rel *decode.Relation, sink CopySink, cfg CopyConfig, log *slog.Logger) error {
+	if skipKeyless(rel, log) {
+		return nil // no temporary slot for nothing to copy
+	}
 	repl, err := ConnectReplication(ctx, cfg.SourceURL)
 	if err != nil {
 		return err
