@@ -280,7 +280,7 @@ func runCmd(c *cli.Context) error {
 			}
 		}
 	}
-	var start decode.LSN
+	start := info.ConfirmedFlush // where the slot resumes; the consistent point of a new one
 	if !slotExists {
 		ns, err := replication.CreateSlot(ctx, repl, slot)
 		if err != nil {
@@ -408,7 +408,7 @@ func runCmd(c *cli.Context) error {
 				return err
 			}
 		}
-		start = sink.Durable()
+		start = max(start, sink.Durable(), progress.Acked())
 	}
 	if err != nil {
 		return err
@@ -426,7 +426,7 @@ func runCmd(c *cli.Context) error {
 		// Only a cache: the next start rebuilds it from the tables.
 		log.Warn("key index not saved", "error", err)
 	}
-	log.Info("stopped", "lsn", sink.Durable())
+	log.Info("stopped", "lsn", max(start, sink.Durable(), progress.Acked()))
 	return nil
 }
 
@@ -594,10 +594,8 @@ func backfillCmd(c *cli.Context) error {
 }
 
 func statusCmd(c *cli.Context) error {
-	overrides, err := loadOverrides(c)
-	if err != nil {
-		return err
-	}
+	// status reports state: it reads no rules and checks no types, so it
+	// needs neither --config nor a table every rule makes mappable.
 	ctx := c.Context
 	source, pub := c.String(flagSource.Name), c.String(flagPublication.Name)
 	slot, err := slotName(c)
@@ -619,9 +617,9 @@ func statusCmd(c *cli.Context) error {
 		fmt.Printf("slot %s: confirmed_flush_lsn %s, current WAL %s, lag %d bytes, active %t\n",
 			slot, info.ConfirmedFlush, info.CurrentWAL, info.LagBytes(), info.Active)
 	}
-	rels, err := replication.Preflight(ctx, conn, pub, overrides)
+	rels, err := replication.PublishedTables(ctx, conn, pub)
 	if err != nil {
-		return fmt.Errorf("preflight failed:\n%w", err)
+		return err
 	}
 	cat, err := iceberg.OpenCatalog(ctx, catalogConfig(c))
 	if err != nil {
@@ -630,35 +628,11 @@ func statusCmd(c *cli.Context) error {
 	defer closeCatalog(cat, newLogger(c))
 	var lines []string
 	for _, rel := range rels {
-		mid, cid := iceberg.Identifiers(rel.Schema, rel.Name)
-		if !rel.HasKey() {
-			lines = append(lines, fmt.Sprintf("%-40s no mirror: the table has no key to keep one by", strings.Join(mid, ".")))
-			mid = nil
+		l, err := tableStatus(ctx, cat, rel, info.ConfirmedFlush)
+		if err != nil {
+			return err
 		}
-		for _, ident := range [][]string{mid, cid} {
-			if ident == nil {
-				continue
-			}
-			name := strings.Join(ident, ".")
-			tbl, err := cat.LoadTable(ctx, ident)
-			if err != nil {
-				lines = append(lines, fmt.Sprintf("%-40s not created yet", name))
-				continue
-			}
-			lsn, at, err := iceberg.Watermark(tbl, "")
-			if err != nil {
-				return err
-			}
-			when := "never"
-			if !at.IsZero() {
-				when = at.UTC().Format(time.RFC3339)
-			}
-			line := fmt.Sprintf("%-40s watermark %-14s last commit %s", name, lsn, when)
-			if info.ConfirmedFlush != 0 { // the slot exists
-				line += staleNote(ctx, tbl, info.ConfirmedFlush)
-			}
-			lines = append(lines, line)
-		}
+		lines = append(lines, l...)
 	}
 	sort.Strings(lines)
 	fmt.Println(strings.Join(lines, "\n"))

@@ -155,7 +155,13 @@ func (s *Sink) copyLSN(st *sourceTable) (decode.LSN, bool) {
 	if st.mirror == nil {
 		return 0, false
 	}
-	v, ok := st.mirror.tbl.Properties()[PropCopyLSN]
+	return CopyLSNOf(st.mirror.tbl)
+}
+
+// CopyLSNOf returns the LSN a mirror's last complete copy was taken at
+// (PropCopyLSN), if it has one.
+func CopyLSNOf(tbl *table.Table) (decode.LSN, bool) {
+	v, ok := tbl.Properties()[PropCopyLSN]
 	if !ok {
 		return 0, false
 	}
@@ -371,6 +377,7 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 		return nil
 	}
 	m := st.mirror
+	defer s.publishStatus() // the copy's LSN is the mirror's watermark now
 	crashPoint("copy-finish")
 	s.copyMu.Lock()
 	writers := s.copying[relID]

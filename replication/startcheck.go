@@ -216,3 +216,17 @@ func skipKeyless(rel *decode.Relation, log *slog.Logger) bool {
 	log.Info("table not copied: it has no primary key or replica identity, so it has no mirror, and its changelog records changes, not existing rows", "table", rel.QualifiedName())
 	return true
 }
+
+// PublishedTables lists the publication's tables as Preflight does, with
+// none of its checks (for status, which reports state: a type a rule
+// maps, or a missing privilege, must not stop it).
+func PublishedTables(ctx context.Context, conn *pgx.Conn, publication string) ([]*decode.Relation, error) {
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1)", publication).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("look up publication: %w", err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("publication %q does not exist in this database", publication)
+	}
+	return publishedTables(ctx, conn, publication)
+}

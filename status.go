@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/iceberg"
+)
+
+// tableStatus returns status's lines for one published table: its mirror's
+// and its changelog's watermark and last commit. A mirror's watermark is
+// at least its copy's LSN (a copy commits its rows at the stream's start,
+// not at the snapshot it was taken in), so right after a copy it shows
+// where the copy is consistent, not 0/0.
+// confirmed is the slot's confirmed_flush_lsn (0 without a slot): a table
+// whose catalog entry is behind it is flagged (see staleNote).
+func tableStatus(ctx context.Context, cat catalog.Catalog, rel *decode.Relation, confirmed decode.LSN) ([]string, error) {
+	mid, cid := iceberg.Identifiers(rel.Schema, rel.Name)
+	var lines []string
+	if !rel.HasKey() {
+		lines = append(lines, fmt.Sprintf("%-40s no mirror: the table has no key to keep one by", strings.Join(mid, ".")))
+	} else {
+		line, err := icebergTableStatus(ctx, cat, mid, true, confirmed)
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, line)
+	}
+	line, err := icebergTableStatus(ctx, cat, cid, false, confirmed)
+	if err != nil {
+		return nil, err
+	}
+	return append(lines, line), nil
+}
+
+func icebergTableStatus(ctx context.Context, cat catalog.Catalog, ident table.Identifier, mirror bool, confirmed decode.LSN) (string, error) {
+	name := strings.Join(ident, ".")
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return fmt.Sprintf("%-40s not created yet", name), nil
+	}
+	lsn, at, err := iceberg.Watermark(tbl, "")
+	if err != nil {
+		return "", err
+	}
+	copyLSN, copied := iceberg.CopyLSNOf(tbl)
+	if !mirror && tbl.CurrentSnapshot() == nil {
+		return fmt.Sprintf("%-40s no change recorded yet", name), nil
+	}
+	when := "never"
+	if !at.IsZero() {
+		when = at.UTC().Format(time.RFC3339)
+	}
+	line := fmt.Sprintf("%-40s watermark %-14s last commit %s", name, max(lsn, copyLSN), when)
+	switch {
+	case !mirror:
+	case copied:
+		line += "  copied at " + copyLSN.String()
+	default:
+		line += "  copy not finished (the next run copies the table)"
+	}
+	if confirmed != 0 { // the slot exists
+		line += staleNote(ctx, tbl, confirmed)
+	}
+	return line, nil
+}
