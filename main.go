@@ -177,6 +177,10 @@ func runCmd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Before anything is created (the slot, the catalog file).
+	if err := iceberg.CheckWarehouse(ctx, catalogConfig(c), true); err != nil {
+		return err
+	}
 
 	conn, err := replication.Connect(ctx, source)
 	if err != nil {
@@ -535,6 +539,10 @@ func backfillCmd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Before anything is created (the slot, the catalog file).
+	if err := iceberg.CheckWarehouse(ctx, catalogConfig(c), true); err != nil {
+		return err
+	}
 	conn, err := replication.Connect(ctx, source)
 	if err != nil {
 		return err
@@ -619,6 +627,9 @@ func statusCmd(c *cli.Context) error {
 	}
 	rels, err := replication.PublishedTables(ctx, conn, pub)
 	if err != nil {
+		return err
+	}
+	if err := iceberg.CheckWarehouse(ctx, catalogConfig(c), false); err != nil {
 		return err
 	}
 	cat, err := iceberg.OpenCatalog(ctx, catalogConfig(c))

@@ -138,11 +138,11 @@ func ensureTable(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 		return tbl, nil
 	}
 	if !errors.Is(err, catalog.ErrNoSuchTable) {
-		return nil, fmt.Errorf("load table %v: %w", ident, err)
+		return nil, fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err)
 	}
 	ns := catalog.NamespaceFromIdent(ident)
 	if err := cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
-		return nil, fmt.Errorf("create namespace %v: %w", ns, err)
+		return nil, fmt.Errorf("create namespace %s: %w", strings.Join(ns, "."), err)
 	}
 	props := maps.Clone(tableProps)
 	maps.Copy(props, tiering.DefaultRetention)
@@ -153,7 +153,7 @@ func ensureTable(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 	}
 	tbl, err = cat.CreateTable(ctx, ident, sc, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("create table %v: %w", ident, err)
+		return nil, fmt.Errorf("create table %s: %w", strings.Join(ident, "."), err)
 	}
 	if !locationTaken(ctx, tbl) {
 		return tbl, nil
@@ -164,7 +164,7 @@ func ensureTable(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 	// version-hint.text) and orphan-file cleanup (each other's files look
 	// like orphans). The new table gets a location of its own.
 	if err := cat.DropTable(ctx, ident); err != nil {
-		return nil, fmt.Errorf("create table %v: its default location %s belongs to another table; dropping the table created there: %w", ident, tbl.Location(), err)
+		return nil, fmt.Errorf("create table %s: its default location %s belongs to another table; dropping the table created there: %w", strings.Join(ident, "."), tbl.Location(), err)
 	}
 	if fs, err := tbl.FS(ctx); err == nil {
 		if wfs, ok := fs.(icebergio.WriteFileIO); ok {
@@ -174,7 +174,7 @@ func ensureTable(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 	loc := tbl.Location() + "-" + uuid.NewString()[:8]
 	tbl, err = cat.CreateTable(ctx, ident, sc, append(opts, catalog.WithLocation(loc))...)
 	if err != nil {
-		return nil, fmt.Errorf("create table %v at %s: %w", ident, loc, err)
+		return nil, fmt.Errorf("create table %s at %s: %w", strings.Join(ident, "."), loc, err)
 	}
 	return tbl, nil
 }
@@ -206,11 +206,11 @@ func openTable(ctx context.Context, cat catalog.Catalog, ident table.Identifier,
 	// a cancelled run context, so the final flush at shutdown can finish.
 	fs, err := tbl.FS(context.WithoutCancel(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("file IO of %v: %w", ident, err)
+		return nil, fmt.Errorf("file IO of %s: %w", strings.Join(ident, "."), err)
 	}
 	wfs, ok := fs.(icebergio.WriteFileIO)
 	if !ok {
-		return nil, fmt.Errorf("file IO of %v cannot write", ident)
+		return nil, fmt.Errorf("file IO of %s cannot write", strings.Join(ident, "."))
 	}
 	t := &icebergTable{ident: ident, fs: wfs}
 	if err := t.committedTo(tbl); err != nil {
@@ -232,11 +232,11 @@ func Watermark(tbl *table.Table, source string) (decode.LSN, time.Time, error) {
 		if s.Summary != nil {
 			if v, ok := s.Summary.Properties[PropLSN]; ok {
 				if src := s.Summary.Properties[PropSource]; source != "" && src != source {
-					return 0, time.Time{}, fmt.Errorf("table %v was written from source %q, not %q: point the bridge at another warehouse or drop the table", tbl.Identifier(), src, source)
+					return 0, time.Time{}, fmt.Errorf("table %s was written from source %q, not %q: point the bridge at another warehouse or drop the table", strings.Join(tbl.Identifier(), "."), src, source)
 				}
 				lsn, err := parseLSNProp(v)
 				if err != nil {
-					return 0, time.Time{}, fmt.Errorf("table %v snapshot %d: %w", tbl.Identifier(), s.SnapshotID, err)
+					return 0, time.Time{}, fmt.Errorf("table %s snapshot %d: %w", strings.Join(tbl.Identifier(), "."), s.SnapshotID, err)
 				}
 				return lsn, time.UnixMilli(s.TimestampMs), nil
 			}
