@@ -93,13 +93,18 @@ func preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 	}
 	for _, rel := range rels {
 		var canRead bool
-		if err := conn.QueryRow(ctx, "SELECT has_table_privilege($1::oid, 'SELECT')", rel.ID).Scan(&canRead); err != nil {
+		var owner string
+		if err := conn.QueryRow(ctx, "SELECT has_table_privilege($1::oid, 'SELECT'), pg_get_userbyid(relowner) FROM pg_class WHERE oid = $1", rel.ID).Scan(&canRead, &owner); err != nil {
 			return nil, nil, fmt.Errorf("check privileges on %s: %w", rel.QualifiedName(), err)
 		}
 		if !canRead {
+			// Tables created later in the schema (FOR ALL TABLES, FOR TABLES
+			// IN SCHEMA) need the default privileges of the role creating them.
 			errs = append(errs, &PreflightError{
 				Problem: fmt.Sprintf("role %s cannot read %s", user, rel.QualifiedName()),
-				Fix:     fmt.Sprintf("GRANT SELECT ON %s.%s TO %s;", decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name), decode.QuoteIdent(user)),
+				Fix: fmt.Sprintf("GRANT SELECT ON %s.%s TO %s;\n  and for the tables %s creates later: ALTER DEFAULT PRIVILEGES FOR ROLE %s IN SCHEMA %s GRANT SELECT ON TABLES TO %s;",
+					decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name), decode.QuoteIdent(user),
+					owner, decode.QuoteIdent(owner), decode.QuoteIdent(rel.Schema), decode.QuoteIdent(user)),
 			})
 		}
 		var unmapped []*mapping.UnsupportedTypeError

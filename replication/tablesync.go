@@ -57,7 +57,7 @@ func SyncTable(ctx context.Context, rel *decode.Relation, sink CopySink, cfg Cop
 func LookupTable(ctx context.Context, conn *pgx.Conn, publication string, relID uint32, overrides *mapping.Overrides) (*decode.Relation, error) {
 	rels, err := Preflight(ctx, conn, publication, overrides)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("a table of publication %q changed while streaming and fails the preflight (fix it, then start the bridge again: the slot keeps the changes):\n%w", publication, err)
 	}
 	for _, r := range rels {
 		if r.ID == relID {
