@@ -88,7 +88,7 @@ func newLogger(c *cli.Context) *slog.Logger {
 	if debugLevel(c) {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: scrubAttr(scrubber(c))}))
+	return slog.New(slog.NewTextHandler(logOutput(), &slog.HandlerOptions{Level: level, ReplaceAttr: scrubAttr(scrubber(c))}))
 }
 
 func main() {
@@ -499,11 +499,7 @@ func (c copySink) ChunkDone(ctx context.Context, relID uint32, w replication.Row
 func (c copySink) AbortCopy(relID uint32) { c.Sink.AbortCopy(relID) }
 
 func copyConfig(c *cli.Context, source string, keepalive func() error) replication.CopyConfig {
-	cfg := replication.CopyConfig{SourceURL: source, Workers: c.Int("backfill-workers"), Keepalive: keepalive, OnProgress: backfillProgress.set}
-	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-		cfg.Terminal = os.Stderr
-	}
-	return cfg
+	return replication.CopyConfig{SourceURL: source, Workers: c.Int("backfill-workers"), Keepalive: keepalive, OnProgress: backfillProgress.set, Terminal: stderrTerminal}
 }
 
 // reconnect opens a new replication connection, waiting with exponential

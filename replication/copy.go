@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -57,9 +56,10 @@ type CopyConfig struct {
 	Workers int
 	// Keepalive, when set, is called every few seconds during the copy.
 	Keepalive func() error
-	// Terminal, when set, gets a progress bar per table (a terminal);
+	// Terminal, when set, gets a progress bar per table on its last line,
+	// under the log lines, which must be written through it too;
 	// otherwise progress is logged every few seconds.
-	Terminal io.Writer
+	Terminal *Terminal
 	// OnProgress, when set, is told each table's copied rows and the
 	// estimated total (for status and metrics); safe to call concurrently.
 	OnProgress func(table string, rows, estimate int64)
@@ -363,23 +363,14 @@ func (p *copyProgress) add(n int64, keepalive func() error) error {
 	return keepalive()
 }
 
-// bar redraws the table's progress bar in place. Call with p.mu held.
+// bar redraws the table's progress bar. Call with p.mu held.
 func (p *copyProgress) bar(rows int64) {
-	const width = 30
 	rate := float64(rows-p.before) / max(time.Since(p.start).Seconds(), 0.001)
-	frac, eta := 0.0, "?"
-	if p.estimate > 0 {
-		frac = min(float64(rows)/float64(p.estimate), 1)
-		if rate > 0 && rows < p.estimate {
-			eta = (time.Duration(float64(p.estimate-rows)/rate) * time.Second).Round(time.Second).String()
-		}
-	}
-	filled := int(frac * width)
-	fmt.Fprintf(p.cfg.Terminal, "\r%-30s [%s%s] %5.1f%% %d rows %d rows/s ETA %s  ",
-		p.rel.QualifiedName(), strings.Repeat("#", filled), strings.Repeat("-", width-filled), 100*frac, rows, int64(rate), eta)
+	p.cfg.Terminal.setBar(barText(p.rel.QualifiedName(), rows, p.estimate, rate))
 }
 
-// done ends the table's progress: the estimate becomes the count.
+// done ends the table's progress: the estimate becomes the count, and the
+// bar becomes a line of rows, time and rate.
 func (p *copyProgress) done() {
 	if p.cfg.OnProgress != nil {
 		p.cfg.OnProgress(p.rel.QualifiedName(), p.rows.Load(), p.rows.Load())
@@ -389,9 +380,7 @@ func (p *copyProgress) done() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.estimate = p.rows.Load()
-	p.bar(p.rows.Load())
-	fmt.Fprintln(p.cfg.Terminal)
+	p.cfg.Terminal.endBar(finalText(p.rel.QualifiedName(), p.rows.Load(), p.before, time.Since(p.start)))
 }
 
 // copyFormat returns the COPY format of a table's copy: binary when
