@@ -53,7 +53,7 @@ var (
 	flagConfig = &cli.StringFlag{Name: "config", EnvVars: env("config"),
 		Usage: "a YAML file of type mapping rules, e.g. rules: [{type: numeric, to: \"decimal(38,9)\"}, {column: public.users.ssn, to: exclude}] (see docs/type-mapping.md)"}
 	flagS3Region   = &cli.StringFlag{Name: "s3-region", EnvVars: env("s3-region"), Value: "us-east-1", Usage: "S3 region"}
-	flagS3PathStye = &cli.BoolFlag{Name: "s3-path-style", EnvVars: env("s3-path-style"), Usage: "use path-style S3 URLs (MinIO, versitygw)"}
+	flagS3PathStye = &cli.BoolFlag{Name: "s3-path-style", EnvVars: env("s3-path-style"), Usage: "address buckets as host/bucket/key, not bucket.host/key (MinIO, versitygw)"}
 )
 
 // loadOverrides reads the --config file's type mapping rules (nil without).
@@ -114,7 +114,7 @@ func main() {
 					&cli.StringFlag{Name: "spool-dir", EnvVars: env("spool-dir"), Usage: "directory for large in-progress transactions (default: the system temp dir)"},
 					&cli.StringFlag{Name: "backfill", EnvVars: env("backfill"), Value: "copy", Usage: "copy: copy existing rows of every published table first; skip: only stream changes from now on"},
 					&cli.IntFlag{Name: "backfill-workers", EnvVars: env("backfill-workers"), Value: runtime.NumCPU(), Usage: "connections copying a table in parallel (ctid block ranges, one snapshot)"},
-					&cli.StringFlag{Name: "metrics-addr", EnvVars: env("metrics-addr"), Usage: "serve Prometheus metrics at /metrics and progress as JSON at /status, e.g. 127.0.0.1:9187"},
+					&cli.StringFlag{Name: "metrics-addr", EnvVars: env("metrics-addr"), Usage: "serve Prometheus metrics at /metrics, progress as JSON at /status and a health check at /healthz, e.g. 127.0.0.1:9187"},
 					flagOnStaleTable,
 				},
 				Action: runCmd,
@@ -271,6 +271,9 @@ func runCmd(c *cli.Context) error {
 				return stoppedOr(ctx, err, log)
 			}
 		}
+		if len(notDone) > 0 {
+			progress.SetPhase(replication.PhaseCopying, "tables whose copy did not finish, before streaming")
+		}
 		for _, rel := range notDone {
 			if err := backfillTable(ctx, c, source, rel, sink, nil, info.ConfirmedFlush, log); err != nil {
 				return stoppedOr(ctx, err, log)
@@ -291,6 +294,7 @@ func runCmd(c *cli.Context) error {
 			return err
 		}
 		log.Info("slot created", "slot", slot, "consistent_point", ns.ConsistentPoint)
+		progress.SetPhase(replication.PhaseCopying, "the initial copy, before streaming")
 		if c.String("backfill") == "skip" {
 			for _, rel := range rels {
 				if err := sink.FinishCopy(ctx, rel.ID, ns.ConsistentPoint); err != nil {
@@ -393,6 +397,7 @@ func runCmd(c *cli.Context) error {
 		}
 		// Between transactions: commit what arrived, then resume from it.
 		log.Warn("replication connection lost; reconnecting", "error", err, "backoff", backoff)
+		progress.SetPhase(replication.PhaseReconnecting, err.Error())
 		if err := sink.Flush(ctx); err != nil {
 			return err
 		}
@@ -417,6 +422,7 @@ func runCmd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	progress.SetPhase(replication.PhaseStopping, "")
 	// Stopped between transactions: commit what is pending, acknowledge it.
 	fctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -34,7 +34,8 @@ func (p *copyProgress) snapshot() map[string][2]int64 {
 	return maps.Clone(p.tables)
 }
 
-// serveMetrics serves /metrics (Prometheus text format) and /status (JSON)
+// serveMetrics serves /metrics (Prometheus text format), /status (JSON) and
+// /healthz (see healthz)
 // until the returned server is closed. It runs in its own goroutine, started
 // here in main as the style requires.
 func serveMetrics(addr string, p *replication.Progress, st *iceberg.Stats, log *slog.Logger) (*http.Server, error) {
@@ -43,6 +44,7 @@ func serveMetrics(addr string, p *replication.Progress, st *iceberg.Stats, log *
 		return nil, fmt.Errorf("metrics listener on %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", healthz(p))
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		gauge := func(name, help string, v any) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	icego "github.com/apache/iceberg-go"
@@ -108,8 +109,10 @@ func (c CatalogConfig) IOProps() icego.Properties {
 	if c.S3Region != "" {
 		p[icebergio.S3Region] = c.S3Region
 	}
-	if c.IsS3() && !c.S3PathStyle {
-		p[icebergio.S3ForceVirtualAddressing] = "true"
+	if c.IsS3() {
+		// Said either way: iceberg-go picks path style only with an
+		// endpoint in its own properties, not one from AWS_ENDPOINT_URL_S3.
+		p[icebergio.S3ForceVirtualAddressing] = strconv.FormatBool(!c.S3PathStyle)
 	}
 	return p
 }

@@ -91,3 +91,48 @@ func withoutAWS(env []string) []string {
 	}
 	return out
 }
+
+// --s3-path-style addresses buckets as host/bucket whichever way the
+// endpoint is given, --s3-endpoint or the AWS SDK's AWS_ENDPOINT_URL_S3;
+// without it a host name endpoint is addressed bucket.host, which a
+// server without bucket subdomains cannot serve, and the check says which
+// flags to look at. (An IP address endpoint is always addressed path
+// style by the SDK, so the test uses localhost.)
+func TestS3PathStyleFlag(t *testing.T) {
+	pg, _ := startSource(t, `CREATE TABLE t (id int PRIMARY KEY); CREATE PUBLICATION ps_pub FOR TABLE t;`)
+	s3 := harness.StartS3T(t)
+	if err := s3.CreateBucket(context.Background(), "lake"); err != nil {
+		t.Fatal(err)
+	}
+	byName := strings.Replace(s3.Endpoint, "127.0.0.1", "localhost", 1)
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		env   []string
+		want  string // "" for success
+	}{
+		{"flag, endpoint from the environment", []string{"--s3-path-style"}, []string{"AWS_ENDPOINT_URL_S3=" + byName}, ""},
+		{"flag and --s3-endpoint", []string{"--s3-path-style", "--s3-endpoint", byName}, nil, ""},
+		{"no flag", []string{"--s3-endpoint", byName}, nil, "check --s3-endpoint, --s3-region and --s3-path-style"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "ps_pub", "--backfill", "skip",
+				"--warehouse", "s3://lake/" + strings.NewReplacer(" ", "-", ",", "").Replace(tc.name), "--catalog", filepath.Join(t.TempDir(), "catalog.db")}, tc.flags...)
+			// Later variables win over the test's own environment.
+			env := append([]string{"AWS_ACCESS_KEY_ID=" + s3.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s3.SecretKey, "AWS_ENDPOINT_URL=", "AWS_ENDPOINT_URL_S3="}, tc.env...)
+			b := startBridge(t, env, args...)
+			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && b.running() && !strings.Contains(b.log(), "msg=streaming"); {
+				time.Sleep(50 * time.Millisecond)
+			}
+			switch {
+			case tc.want == "" && !strings.Contains(b.log(), "msg=streaming"):
+				t.Errorf("the bridge did not stream:\n%s", tail(b.log(), 10))
+			case tc.want != "" && (b.running() || !strings.Contains(b.log(), tc.want)):
+				t.Errorf("want an error mentioning %q:\n%s", tc.want, tail(b.log(), 10))
+			}
+			if b.running() {
+				b.stop(t)
+			}
+		})
+	}
+}

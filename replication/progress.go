@@ -1,7 +1,9 @@
 package replication
 
 import (
+	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
 )
@@ -13,8 +15,10 @@ type Progress struct {
 	acked    atomic.Uint64 // last flush position sent to the server
 	walEnd   atomic.Uint64 // the server's WAL end, from keepalives
 
-	skipped    atomic.Int64 // changes and truncates of tables gone or no longer published
-	ddlIgnored atomic.Int64 // DDL events not authenticated or malformed
+	skipped    atomic.Int64               // changes and truncates of tables gone or no longer published
+	ddlIgnored atomic.Int64               // DDL events not authenticated or malformed
+	phase      atomic.Pointer[phaseState] // nil: starting
+	lastStatus atomic.Int64               // unix nanoseconds of the last standby status sent
 }
 
 // DDLIgnored counts the DDL events ignored: unsigned, badly signed or
@@ -51,4 +55,66 @@ func storeMax(a *atomic.Uint64, v decode.LSN) {
 			return
 		}
 	}
+}
+
+// Phase is what the bridge is doing, for its health (see Progress.Health).
+type Phase int32
+
+const (
+	PhaseStarting     Phase = iota // preflight, opening tables, creating the slot
+	PhaseCopying                   // copying tables before the stream starts
+	PhaseStreaming                 // the replication stream runs
+	PhaseReconnecting              // the replication connection was lost
+	PhaseStopping                  // stopping after SIGINT or SIGTERM
+)
+
+// HealthStall is how long the stream may go without sending a standby
+// status (every 10 s while it runs, also during a table sync) before it
+// counts as stalled: long enough for a large flush.
+const HealthStall = 2 * time.Minute
+
+type phaseState struct {
+	phase Phase
+	since time.Time
+	note  string
+}
+
+// SetPhase records what the bridge does from now on; note says more (the
+// error of a lost connection, the tables being copied).
+func (p *Progress) SetPhase(ph Phase, note string) {
+	p.phase.Store(&phaseState{phase: ph, since: time.Now(), note: note})
+	if ph == PhaseStreaming {
+		p.lastStatus.Store(time.Now().UnixNano())
+	}
+}
+
+// Health reports whether the bridge works as it should at now: copying,
+// or streaming with a standby status sent within HealthStall. reason says
+// what it does, or why it is unhealthy.
+func (p *Progress) Health(now time.Time) (ok bool, reason string) {
+	st := p.phase.Load()
+	if st == nil {
+		st = &phaseState{phase: PhaseStarting}
+	}
+	with := func(s string) string {
+		if st.note != "" {
+			return s + ": " + st.note
+		}
+		return s
+	}
+	switch st.phase {
+	case PhaseCopying:
+		return true, with("copying")
+	case PhaseStreaming:
+		last := time.Unix(0, p.lastStatus.Load())
+		if idle := now.Sub(last); idle > HealthStall {
+			return false, fmt.Sprintf("stalled: no standby status sent to PostgreSQL for %s (a flush, a table sync or the connection is stuck)", idle.Round(time.Second))
+		}
+		return true, fmt.Sprintf("streaming: acknowledged %s, last standby status %s ago", p.Acked(), now.Sub(last).Round(time.Second))
+	case PhaseReconnecting:
+		return false, with(fmt.Sprintf("replication connection lost %s ago, reconnecting", now.Sub(st.since).Round(time.Second)))
+	case PhaseStopping:
+		return false, "stopping"
+	}
+	return false, with("starting")
 }

@@ -188,6 +188,8 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, cfg StreamConfig, sink Sin
 	if err := pglogrepl.StartReplication(ctx, conn, cfg.Slot, cfg.Start, opts); err != nil {
 		return startError(cfg.Slot, err)
 	}
+	storeMax(&s.progress.acked, cfg.Start) // what the slot has confirmed
+	s.progress.SetPhase(PhaseStreaming, "")
 	log.Info("streaming", "slot", cfg.Slot, "publication", cfg.Publication, "from", cfg.Start)
 	s.startDDLAuth(ctx)
 	return s.run(ctx)
@@ -560,6 +562,7 @@ func (s *stream) sendStatus(ctx context.Context) error {
 	s.acked = ack
 	s.lastAck = time.Now()
 	storeMax(&s.progress.acked, ack)
+	s.progress.lastStatus.Store(s.lastAck.UnixNano())
 	return nil
 }
 
