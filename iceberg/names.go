@@ -29,7 +29,10 @@ func (s *Sink) CheckNames(rels []*decode.Relation) error {
 		}
 		for name, what := range names {
 			o, ok := taken[name]
-			if ok && o.rel.ID != rel.ID {
+			// The same name under another OID is the table dropped and
+			// created again: the identity check (see identity.go) moves the
+			// old one's Iceberg tables aside.
+			if ok && o.rel.ID != rel.ID && o.rel.QualifiedName() != rel.QualifiedName() {
 				errs = append(errs, fmt.Errorf("source tables %s and %s both map to Iceberg table %s (%s of %s, %s of %s): rename one of them, leave one out of the publication, or run with --no-changelog",
 					o.rel.QualifiedName(), rel.QualifiedName(), name, o.what, o.rel.QualifiedName(), what, rel.QualifiedName()))
 				continue

@@ -186,7 +186,7 @@ func TestSchemaEvolution(t *testing.T) {
 	exec1(t, conn, `UPDATE items SET flag = NULL WHERE id <= 4`)
 	last := check("drop not null", `id::text AS id, n::text AS n, v, price::text AS price, note, flag`, "id,n,v,price,note,flag", since)
 	cl := names(pyicebergSchema(t, tg, "public.items__changelog"))
-	if cl != "op,lsn,xid,commit_ts,seq,before,after" {
+	if cl != "op,lsn,xid,commit_ts,seq,before,after,unavailable" {
 		t.Errorf("changelog columns %s", cl)
 	}
 	stop()
