@@ -126,29 +126,11 @@ func (e *env) runBackfill(ctx context.Context, w *workload) (*backfillResult, er
 	for _, name := range e.cfg.targets {
 		targets = append(targets, e.target(name, w.id))
 	}
-	defer func() {
-		for _, s := range slotNames(targets) {
-			_, _ = conn.Exec(context.Background(), "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1", s)
-		}
-		_, _ = conn.Exec(context.Background(), "DROP PUBLICATION IF EXISTS "+pub)
-		_, _ = conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+w.table)
-	}()
-
-	// prepare fills the table and runs VACUUM ANALYZE (hint bits and
-	// visibility map set, pg_class.reltuples right for the copy's estimate).
-	fillStart := time.Now()
-	if err := e.prepare(ctx, conn, w, pub); err != nil {
+	defer dropWorkload(conn, pub, w.table, slotNames(targets))
+	info, err := e.prepareBackfill(ctx, conn, w, pub)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
-	}
-	info := backfillInfo{Name: w.name, Description: w.description, Table: w.table, Columns: w.columns, FillSeconds: time.Since(fillStart).Seconds()}
-	if err := conn.QueryRow(ctx, "SELECT count(*), pg_table_size($1::regclass) FROM "+w.table, w.table).Scan(&info.Rows, &info.TableBytes); err != nil {
-		return nil, fmt.Errorf("size of %s: %w", w.table, err)
-	}
-	logf("table %s: %d rows, %.0f MiB", w.table, info.Rows, float64(info.TableBytes)/(1<<20))
-
 	res := &backfillResult{Date: e.date, Mode: e.mode(), Machine: e.machine, Build: e.build, Workload: info}
 	copies := func() error {
 		for _, format := range []string{"binary", "text"} {
@@ -187,6 +169,25 @@ func (e *env) runBackfill(ctx context.Context, w *workload) (*backfillResult, er
 	return res, nil
 }
 
+// prepareBackfill fills the table and runs VACUUM ANALYZE (hint bits and
+// visibility map set, pg_class.reltuples right for the copy's estimate),
+// creates the publication and runs a CHECKPOINT.
+func (e *env) prepareBackfill(ctx context.Context, conn *pgx.Conn, w *workload, pub string) (backfillInfo, error) {
+	fillStart := time.Now()
+	if err := e.prepare(ctx, conn, w, pub); err != nil {
+		return backfillInfo{}, err
+	}
+	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+		return backfillInfo{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	info := backfillInfo{Name: w.name, Description: w.description, Table: w.table, Columns: w.columns, FillSeconds: time.Since(fillStart).Seconds()}
+	if err := conn.QueryRow(ctx, "SELECT count(*), pg_table_size($1::regclass) FROM "+w.table, w.table).Scan(&info.Rows, &info.TableBytes); err != nil {
+		return backfillInfo{}, fmt.Errorf("size of %s: %w", w.table, err)
+	}
+	logf("table %s: %d rows, %.0f MiB", w.table, info.Rows, float64(info.TableBytes)/(1<<20))
+	return info, nil
+}
+
 // copyTextSession gives psql's text COPY the session settings the bridge
 // reads values with (replication.sessionParams), so both produce the same
 // text.
@@ -202,25 +203,16 @@ func (e *env) runCopy(ctx context.Context, table, format string, rows int64) (co
 	cmd := exec.CommandContext(ctx, psql, args...)
 	cmd.Env = append(os.Environ(), "PGPASSWORD="+e.pg.SuperPassword, "PGAPPNAME="+app, "PGOPTIONS="+copyTextSession)
 	// cmd.Stdout stays nil: os/exec opens /dev/null for it.
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
 	bw := e.watchBackends(ctx, app)
-	cpu0 := machineCPU()
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start).Seconds()
-	cpu1 := machineCPU()
-	bcpu, _ := bw.seconds()
+	m, err := runMeasured(cmd, func() float64 { cpu, _ := bw.seconds(); return cpu })
 	if err != nil {
-		return copyRun{}, fmt.Errorf("%s COPY (FORMAT %s): %w: %s", psql, format, err, stderr.String())
+		return copyRun{}, fmt.Errorf("COPY (FORMAT %s): %w", format, err)
 	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	client := tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
 	return copyRun{
-		Format: format, Seconds: wall, RowsPerSec: float64(rows) / wall,
-		ClientCPUSeconds: client, BackendCPUSeconds: bcpu,
-		BusyCores:        busyCores(cpu0, cpu1, wall),
-		OthersCPUSeconds: max(0, cpu1.busy-cpu0.busy-client-bcpu),
+		Format: format, Seconds: m.wall, RowsPerSec: float64(rows) / m.wall,
+		ClientCPUSeconds: m.client, BackendCPUSeconds: m.server,
+		BusyCores:        m.busyCores,
+		OthersCPUSeconds: m.others,
 		Command:          psql + " " + strings.Join(args, " "),
 	}, nil
 }

@@ -54,6 +54,7 @@ type config struct {
 	revision   string
 	bridgeEnv  []string
 	bridgeArgs []string
+	nullArgs   []string
 
 	txnRows         int
 	insertRows      int
@@ -76,7 +77,7 @@ var allWorkloads = []string{"insert", "update", "delete", "bigtxn", "wide", "bac
 
 func parseFlags() config {
 	var c config
-	var workloads, targets, bridgeEnv, bridgeArgs string
+	var workloads, targets, bridgeEnv, bridgeArgs, nullArgs string
 	flag.BoolVar(&c.quick, "quick", false, "small sizes: the whole run takes a few minutes (explicit size flags still win)")
 	flag.StringVar(&workloads, "workloads", strings.Join(allWorkloads, ","), "comma-separated workloads to run: "+strings.Join(allWorkloads, ", ")+" (empty: none)")
 	flag.StringVar(&targets, "targets", "local,s3", "comma-separated warehouses to measure: local, s3")
@@ -86,6 +87,7 @@ func parseFlags() config {
 	flag.StringVar(&c.pprofDir, "pprof", "", "build a profiling copy of the bridge (go build -overlay, no source change) and write CPU and allocation profiles of every measured bridge run into this directory")
 	flag.StringVar(&bridgeEnv, "bridge-env", "", "extra environment for the bridge, comma-separated KEY=VALUE (e.g. GOGC=400), for experiments; recorded in the results")
 	flag.StringVar(&bridgeArgs, "bridge-args", "", "extra flags for `pg2iceberg run`, comma-separated (e.g. --no-changelog or --flush-rows=100000), for experiments; recorded in the results")
+	flag.StringVar(&nullArgs, "null-args", "", "extra flags for bench/nullconsumer, comma-separated (e.g. -rcvlowat=0 for a wake-up per send), for experiments; recorded in the results")
 	flag.StringVar(&c.revision, "revision", "", "the commit the bridge was built from, for the results (default: read from ./.git)")
 	flag.IntVar(&c.txnRows, "txn-rows", 1000, "rows per transaction (insert, update, delete, wide)")
 	flag.IntVar(&c.insertRows, "insert-rows", 2_000_000, "insert-only: rows inserted")
@@ -128,6 +130,7 @@ func parseFlags() config {
 	c.targets = splitList(targets)
 	c.bridgeEnv = splitList(bridgeEnv)
 	c.bridgeArgs = splitList(bridgeArgs)
+	c.nullArgs = splitList(nullArgs)
 	return c
 }
 
@@ -199,6 +202,7 @@ type env struct {
 	s3      *harness.S3
 	tmp     string
 	bin     string // the bridge binary actually run (a profiling copy with -pprof)
+	nullBin string // bench/nullconsumer, built when a streaming workload runs
 	machine machineInfo
 	build   buildInfo
 	date    string
@@ -240,6 +244,11 @@ func run(ctx context.Context, cfg config) error {
 			return fmt.Errorf("create %s: %w", cfg.pprofDir, err)
 		}
 		logf("profiling build of the bridge: %s; profiles go to %s", e.bin, cfg.pprofDir)
+	}
+	if slices.ContainsFunc(cfg.workloads, func(w string) bool { return !e.workload(w).backfill }) {
+		if e.nullBin, err = buildNullConsumer(ctx, tmp); err != nil {
+			return err
+		}
 	}
 	if cfg.resultsDir != "" {
 		if err := os.MkdirAll(cfg.resultsDir, 0o755); err != nil {

@@ -102,6 +102,11 @@ func busyCores(a, b cpuTimes, wall float64) float64 {
 	return (b.busy - a.busy) / wall
 }
 
+// walsenderSample is how often a walsender's CPU is read: its last
+// interval before its client disconnects (and it exits) is lost, 1% of a
+// 1 s run.
+const walsenderSample = 10 * time.Millisecond
+
 // walsenderCPU samples the CPU time of the walsender serving
 // application_name until stop is called, and returns the last sample.
 type walsenderCPU struct {
@@ -115,7 +120,7 @@ type walsenderCPU struct {
 func (e *env) watchWalsender(ctx context.Context, app string) *walsenderCPU {
 	w := &walsenderCPU{stop: make(chan struct{}), done: make(chan struct{})}
 	since := time.Now() // a walsender of an earlier run may linger
-	go e.sampleEvery(ctx, 50*time.Millisecond, w.stop, w.done, func(conn *pgx.Conn, _ int) {
+	go e.sampleEvery(ctx, walsenderSample, w.stop, w.done, func(conn *pgx.Conn, _ int) {
 		w.mu.Lock()
 		pid := w.pid
 		w.mu.Unlock()
@@ -212,55 +217,6 @@ func slotConfirmed(ctx context.Context, conn *pgx.Conn, slot string) (pglogrepl.
 		return 0, nil
 	}
 	return pglogrepl.ParseLSN(*s)
-}
-
-// ------------------------------------------------------------------ limit
-
-// limitRun is one pg_recvlogical pass over the workload.
-type limitRun struct {
-	Slot                string  `json:"slot"`
-	Seconds             float64 `json:"seconds"`
-	RowsPerSec          float64 `json:"rows_per_sec"`
-	ClientCPUSeconds    float64 `json:"client_cpu_seconds"`
-	WalsenderCPUSeconds float64 `json:"walsender_cpu_seconds"`
-	BusyCores           float64 `json:"machine_busy_cores"`
-	// OthersCPUSeconds is the machine's busy time minus pg_recvlogical's
-	// and its walsender's: other processes competing for the CPUs.
-	OthersCPUSeconds float64 `json:"others_cpu_seconds"`
-	Command          string  `json:"command"`
-}
-
-// runLimit times pg_recvlogical from slot to end (the WAL position after the
-// workload) writing to /dev/null.
-func (e *env) runLimit(ctx context.Context, slot, pub string, end pglogrepl.LSN, rows int64) (limitRun, error) {
-	args := []string{"-h", e.pg.Host, "-p", strconv.Itoa(e.pg.Port), "-U", e.pg.SuperUser, "-d", benchDB,
-		"--slot", slot, "--start", "-f", "/dev/null",
-		"-o", "proto_version=2", "-o", "publication_names=" + pub, "-o", "streaming=on",
-		"-E", end.String(), "--no-loop"}
-	cmd := exec.CommandContext(ctx, recvlogical, args...)
-	cmd.Env = append(os.Environ(), "PGPASSWORD="+e.pg.SuperPassword, "PGAPPNAME=pg_recvlogical")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	ws := e.watchWalsender(ctx, "pg_recvlogical")
-	cpu0 := machineCPU()
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start).Seconds()
-	cpu1 := machineCPU()
-	wcpu := ws.seconds()
-	if err != nil {
-		return limitRun{}, fmt.Errorf("pg_recvlogical on slot %s: %w: %s", slot, err, stderr.String())
-	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	client := tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
-	return limitRun{
-		Slot: slot, Seconds: wall, RowsPerSec: float64(rows) / wall,
-		ClientCPUSeconds:    client,
-		WalsenderCPUSeconds: wcpu,
-		BusyCores:           busyCores(cpu0, cpu1, wall),
-		OthersCPUSeconds:    max(0, cpu1.busy-cpu0.busy-client-wcpu),
-		Command:             recvlogical + " " + strings.Join(args, " "),
-	}, nil
 }
 
 func tvSeconds(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }

@@ -249,18 +249,29 @@ func thousands(v float64) string {
 	return string(out)
 }
 
-const tableHeader = "workload\tconsumer\trows\tseconds\trows/s\tratio\tCPU s/M rows\tpeak RSS MiB\tParquet B/row\tfiles (data+del)\tsnapshots\tflushes\twalsender CPU s\tothers' CPU s"
+const tableHeader = "workload\tconsumer\trows\tseconds\trows/s\tratio (to null)\tCPU s/M rows\tpeak RSS MiB\tParquet B/row\tfiles (data+del)\tsnapshots\tflushes\twalsender CPU s\twalsender CPU s/M rows\tothers' CPU s"
 
 func writeWorkloadRows(w io.Writer, r *workloadResult) {
+	perM := func(cpu float64) float64 { return cpu / float64(r.Workload.Rows) * 1e6 }
+	limitRow := func(name, ratio string, l limitRun) {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%.2f\t%s\t%s\t%.2f (client)\t-\t-\t-\t-\t-\t%.2f\t%.2f\t%.2f\n",
+			r.Workload.Name, name, r.Workload.Rows, l.Seconds, thousands(l.RowsPerSec), ratio, perM(l.ClientCPUSeconds), l.WalsenderCPUSeconds, l.WalsenderCPUSecondsPerMillion, l.OthersCPUSeconds)
+	}
 	for i, l := range r.Limit {
-		fmt.Fprintf(w, "%s\tpg_recvlogical #%d\t%d\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\n",
-			r.Workload.Name, i+1, r.Workload.Rows, l.Seconds, thousands(l.RowsPerSec), "(limit)", "-", "-", "-", "-", "-", "-", l.WalsenderCPUSeconds, l.OthersCPUSeconds)
+		limitRow(fmt.Sprintf("pg_recvlogical #%d", i+1), "(limit)", l)
+	}
+	if n := r.NullConsumer; n != nil {
+		limitRow("null consumer", fmt.Sprintf("%.2f", n.RowsPerSec/r.LimitRowsPerSec), n.limitRun)
 	}
 	for _, b := range r.Bridge {
-		fmt.Fprintf(w, "%s\tpg2iceberg %s\t%d\t%.2f (+%.2f start)\t%s\t%.2f\t%.2f (%.2f)\t%.0f\t%.1f\t%d (%d+%d)\t%d\t%d\t%.2f\t%.2f\n",
-			r.Workload.Name, b.Target, b.Rows, b.StreamSeconds, b.StartupSeconds, thousands(b.RowsPerSec), b.RatioToLimit,
+		ratio := fmt.Sprintf("%.2f", b.RatioToLimit)
+		if b.RatioToNullConsumer > 0 {
+			ratio += fmt.Sprintf(" (%.2f)", b.RatioToNullConsumer)
+		}
+		fmt.Fprintf(w, "%s\tpg2iceberg %s\t%d\t%.2f (+%.2f start)\t%s\t%s\t%.2f (%.2f)\t%.0f\t%.1f\t%d (%d+%d)\t%d\t%d\t%.2f\t%.2f\t%.2f\n",
+			r.Workload.Name, b.Target, b.Rows, b.StreamSeconds, b.StartupSeconds, thousands(b.RowsPerSec), ratio,
 			b.CPUSecondsPerMillion, b.CPUSecondsPerMillionWithStartup, b.PeakRSSMiB, b.ParquetBytesPerRow,
-			b.ParquetFiles, b.DataFiles, b.DeleteFiles, b.Snapshots, b.Flushes, b.WalsenderCPUSeconds, b.OthersCPUSeconds)
+			b.ParquetFiles, b.DataFiles, b.DeleteFiles, b.Snapshots, b.Flushes, b.WalsenderCPUSeconds, b.WalsenderCPUSecondsPerMillion, b.OthersCPUSeconds)
 	}
 }
 
@@ -286,7 +297,7 @@ func printSummary(out io.Writer, e *env, results []*workloadResult, backfills []
 	}
 	var bars []barCheck
 	if len(results) > 0 {
-		fmt.Fprintf(out, "\nrows/s of the bridge: from its \"streaming\" log line to its exit after the last commit; ratio: to the faster pg_recvlogical run. CPU s/M rows: without start-up (with it, from rusage).\n\n")
+		fmt.Fprintf(out, "\nrows/s of the bridge: from its \"streaming\" log line to its exit after the last commit; ratio: to the faster pg_recvlogical run (in brackets: to the null consumer). CPU s/M rows: the consumer's; the bridge's without start-up (with it, from rusage). walsender CPU: the server process serving the consumer; the null consumer (bench/nullconsumer) discards what it receives and wakes up for 256 KiB at a time.\n\n")
 		tw := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, tableHeader)
 		for _, r := range results {

@@ -45,8 +45,12 @@ type workloadResult struct {
 	Workload        workloadInfo `json:"workload"`
 	Limit           []limitRun   `json:"limit_runs"`
 	LimitRowsPerSec float64      `json:"limit_rows_per_sec"`
-	Bridge          []bridgeRun  `json:"bridge_runs"`
-	Bars            []barCheck   `json:"bars"`
+	// NullConsumer is bench/nullconsumer over the same WAL: what the
+	// walsender needs for a client that discards everything and wakes up
+	// for 256 KiB at a time.
+	NullConsumer *nullRun    `json:"null_consumer,omitempty"`
+	Bridge       []bridgeRun `json:"bridge_runs"`
+	Bars         []barCheck  `json:"bars"`
 }
 
 // bridgeRun is one timed bridge run.
@@ -64,6 +68,7 @@ type bridgeRun struct {
 	// RowsPerSecWithStartup counts the start-up too.
 	RowsPerSecWithStartup float64 `json:"rows_per_sec_with_startup"`
 	RatioToLimit          float64 `json:"ratio_to_limit"`
+	RatioToNullConsumer   float64 `json:"ratio_to_null_consumer,omitempty"`
 	CPUUserSeconds        float64 `json:"cpu_user_seconds"`
 	CPUSysSeconds         float64 `json:"cpu_sys_seconds"`
 	StartupCPUSeconds     float64 `json:"startup_cpu_seconds"`
@@ -73,6 +78,7 @@ type bridgeRun struct {
 	CPUSecondsPerMillionWithStartup float64      `json:"cpu_seconds_per_million_rows_with_startup"`
 	PeakRSSMiB                      float64      `json:"peak_rss_mib"`
 	WalsenderCPUSeconds             float64      `json:"walsender_cpu_seconds"`
+	WalsenderCPUSecondsPerMillion   float64      `json:"walsender_cpu_seconds_per_million_rows"`
 	BusyCores                       float64      `json:"machine_busy_cores"`
 	OthersCPUSeconds                float64      `json:"others_cpu_seconds"`
 	Flushes                         int          `json:"flushes"`
@@ -100,65 +106,32 @@ func (e *env) runWorkload(ctx context.Context, w *workload) (*workloadResult, er
 	}
 
 	// Every consumer's slot exists before the workload: the bridges create
-	// theirs at their first start (copying the prefill), the limit's are
-	// created here. Nothing of the publication is written in between.
+	// theirs at their first start (copying the prefill), the limit's and the
+	// null consumer's are created here. Nothing of the publication is
+	// written in between.
 	var targets []bridgeTarget
 	for _, name := range e.cfg.targets {
-		t := e.target(name, w.name)
+		targets = append(targets, e.target(name, w.name))
+	}
+	limitSlots := []string{"lim_" + w.name + "_a", "lim_" + w.name + "_b"}
+	nullSlot := "null_" + w.name
+	defer dropWorkload(conn, pub, w.table, append(append(slotNames(targets), limitSlots...), nullSlot))
+	for _, t := range targets {
 		if err := e.setupBridge(ctx, t, pub); err != nil {
 			return nil, err
 		}
-		targets = append(targets, t)
 	}
-	limitSlots := []string{"lim_" + w.name + "_a", "lim_" + w.name + "_b"}
-	for _, s := range limitSlots {
+	for _, s := range append(limitSlots, nullSlot) {
 		if _, err := conn.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", s); err != nil {
 			return nil, fmt.Errorf("create slot %s: %w", s, err)
 		}
 	}
-	defer func() {
-		for _, s := range append(limitSlots, slotNames(targets)...) {
-			_, _ = conn.Exec(context.Background(), "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1", s)
-		}
-		_, _ = conn.Exec(context.Background(), "DROP PUBLICATION IF EXISTS "+pub)
-		_, _ = conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+w.table)
-	}()
 
-	startLSN, err := insertLSN(ctx, conn)
+	info, lastPre, end, err := e.writeWorkload(ctx, conn, w)
 	if err != nil {
 		return nil, err
 	}
-	logf("writing the workload")
-	genStart := time.Now()
-	rows, txns, lastPre, err := w.gen(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	genSecs := time.Since(genStart).Seconds()
-	end, err := insertLSN(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	// The marker: one transaction holding a large logical message, after
-	// the workload. The bridge's received position (WAL start + length of
-	// the last message) passes end+markerGuard only with a message of the
-	// marker transaction, since every workload message is shorter than
-	// markerGuard; and it handles messages in order, so by then it has
-	// applied the whole workload. pg_recvlogical stops at end.
-	if _, err := conn.Exec(ctx, "SELECT pg_logical_emit_message(true, 'pg2iceberg-bench', repeat('m', $1))", markerBytes); err != nil {
-		return nil, fmt.Errorf("emit marker message: %w", err)
-	}
-	// Write the dirty pages out now rather than during the timed runs.
-	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
-	}
-	info := workloadInfo{
-		Name: w.name, Description: w.description, Table: w.table, Columns: w.columns, PrefilledRows: w.prefill,
-		Rows: rows, Transactions: txns, GenerateSeconds: genSecs,
-		StartLSN: startLSN.String(), EndLSN: end.String(), WALBytes: int64(end - startLSN),
-	}
-	info.WALBytesPerRow = float64(info.WALBytes) / float64(rows)
-	logf("workload written: %d rows in %d transactions in %.1fs, %.1f MiB of WAL (%s..%s)", rows, txns, genSecs, float64(info.WALBytes)/(1<<20), startLSN, end)
+	rows := info.Rows
 
 	res := &workloadResult{Date: e.date, Mode: e.mode(), Machine: e.machine, Build: e.build, Workload: info}
 	limit := func(slot string) error {
@@ -174,6 +147,12 @@ func (e *env) runWorkload(ctx context.Context, w *workload) (*workloadResult, er
 	if err := limit(limitSlots[0]); err != nil {
 		return nil, err
 	}
+	nr, err := e.runNull(ctx, conn, nullSlot, pub, end, end+markerGuard, rows)
+	if err != nil {
+		return nil, err
+	}
+	logf("null consumer: %.2fs, %.0f rows/s, walsender CPU %.2fs, client CPU %.2fs, %d messages, %d allocations", nr.Seconds, nr.RowsPerSec, nr.WalsenderCPUSeconds, nr.ClientCPUSeconds, nr.Messages, nr.Mallocs)
+	res.NullConsumer = &nr
 	for _, t := range targets {
 		br, err := e.timeBridge(ctx, conn, t, pub, w, rows, lastPre, end)
 		if err != nil {
@@ -186,9 +165,53 @@ func (e *env) runWorkload(ctx context.Context, w *workload) (*workloadResult, er
 	}
 	for i := range res.Bridge {
 		res.Bridge[i].RatioToLimit = res.Bridge[i].RowsPerSec / res.LimitRowsPerSec
+		res.Bridge[i].RatioToNullConsumer = res.Bridge[i].RowsPerSec / nr.RowsPerSec
 	}
 	res.Bars = workloadBars(res)
 	return res, nil
+}
+
+// writeWorkload writes w's transactions, then the marker and a CHECKPOINT.
+// It returns what was written, the WAL position just before the last
+// COMMIT and the position after it (the workload's end).
+func (e *env) writeWorkload(ctx context.Context, conn *pgx.Conn, w *workload) (workloadInfo, pglogrepl.LSN, pglogrepl.LSN, error) {
+	startLSN, err := insertLSN(ctx, conn)
+	if err != nil {
+		return workloadInfo{}, 0, 0, err
+	}
+	logf("writing the workload")
+	genStart := time.Now()
+	rows, txns, lastPre, err := w.gen(ctx, conn)
+	if err != nil {
+		return workloadInfo{}, 0, 0, err
+	}
+	genSecs := time.Since(genStart).Seconds()
+	end, err := insertLSN(ctx, conn)
+	if err != nil {
+		return workloadInfo{}, 0, 0, err
+	}
+	// The marker: one transaction holding a large logical message, after
+	// the workload. The bridge's received position (WAL start + length of
+	// the last message) passes end+markerGuard only with a message of the
+	// marker transaction, since every workload message is shorter than
+	// markerGuard; and it handles messages in order, so by then it has
+	// applied the whole workload; the null consumer stops by the same rule.
+	// pg_recvlogical stops at end.
+	if _, err := conn.Exec(ctx, "SELECT pg_logical_emit_message(true, 'pg2iceberg-bench', repeat('m', $1))", markerBytes); err != nil {
+		return workloadInfo{}, 0, 0, fmt.Errorf("emit marker message: %w", err)
+	}
+	// Write the dirty pages out now rather than during the timed runs.
+	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+		return workloadInfo{}, 0, 0, fmt.Errorf("checkpoint: %w", err)
+	}
+	info := workloadInfo{
+		Name: w.name, Description: w.description, Table: w.table, Columns: w.columns, PrefilledRows: w.prefill,
+		Rows: rows, Transactions: txns, GenerateSeconds: genSecs,
+		StartLSN: startLSN.String(), EndLSN: end.String(), WALBytes: int64(end - startLSN),
+	}
+	info.WALBytesPerRow = float64(info.WALBytes) / float64(rows)
+	logf("workload written: %d rows in %d transactions in %.1fs, %.1f MiB of WAL (%s..%s)", rows, txns, genSecs, float64(info.WALBytes)/(1<<20), startLSN, end)
+	return info, lastPre, end, nil
 }
 
 func slotNames(ts []bridgeTarget) []string {
@@ -255,20 +278,10 @@ func (e *env) timeBridge(ctx context.Context, conn *pgx.Conn, t bridgeTarget, pu
 	wcpu := ws.seconds()
 
 	// All committed: the bridge acknowledged past the workload (it does so
-	// only after committing to Iceberg); give the walsender a moment to
-	// record the final status.
-	var confirmed pglogrepl.LSN
-	for i := 0; i < 100; i++ {
-		if confirmed, err = slotConfirmed(ctx, conn, t.slot); err != nil {
-			return bridgeRun{}, err
-		}
-		if confirmed >= end {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if confirmed < end {
-		return bridgeRun{}, fmt.Errorf("slot %s confirmed %s after the bridge stopped, short of the workload's end %s%s", t.slot, confirmed, end, b.logTail())
+	// only after committing to Iceberg).
+	confirmed, err := waitConfirmed(ctx, conn, t.slot, end)
+	if err != nil {
+		return bridgeRun{}, fmt.Errorf("%w%s", err, b.logTail())
 	}
 
 	ru := b.cmd.ProcessState.SysUsage().(*syscall.Rusage)
@@ -296,6 +309,7 @@ func (e *env) timeBridge(ctx context.Context, conn *pgx.Conn, t bridgeTarget, pu
 	cpu := r.CPUUserSeconds + r.CPUSysSeconds
 	r.OthersCPUSeconds = max(0, cpu1.busy-cpu0.busy-cpu-wcpu)
 	r.CPUSecondsPerMillion = (cpu - r.StartupCPUSeconds) / float64(rows) * 1e6
+	r.WalsenderCPUSecondsPerMillion = wcpu / float64(rows) * 1e6
 	r.CPUSecondsPerMillionWithStartup = cpu / float64(rows) * 1e6
 
 	after, err := e.snapshotWarehouse(ctx, t, w)
@@ -364,4 +378,16 @@ func (e *env) checkMirror(ctx context.Context, conn *pgx.Conn, w *workload, tabl
 		}
 	}
 	return nil
+}
+
+// dropWorkload drops a workload's slots, publication and table (errors
+// ignored: it runs on the way out).
+func dropWorkload(conn *pgx.Conn, pub, table string, slots []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, s := range slots {
+		_, _ = conn.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1", s)
+	}
+	_, _ = conn.Exec(ctx, "DROP PUBLICATION IF EXISTS "+pub)
+	_, _ = conn.Exec(ctx, "DROP TABLE IF EXISTS "+table)
 }
