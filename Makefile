@@ -1,7 +1,7 @@
 # pg2iceberg — see README.md.
 GO ?= go
 
-.PHONY: setup build static test unit integration lint demo bench clean
+.PHONY: setup build static test unit integration lint demo bench bench-ab clean
 
 # Installs what is missing (idempotent; under a second when all is there).
 # make test and make demo run it first, so on a fresh machine they are the
@@ -47,4 +47,9 @@ clean:
 # BENCHFLAGS=-quick for a run of about two minutes (see bench/README.md).
 bench: build
 	$(GO) run ./bench $(BENCHFLAGS)
+
+# Two builds of the bridge in alternating runs: make bench-ab AB=HEAD~1,HEAD
+# BENCHFLAGS="-workloads update -targets local" (see bench/README.md).
+bench-ab:
+	$(GO) run ./bench -ab $(AB) $(BENCHFLAGS)
 

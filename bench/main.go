@@ -35,6 +35,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -55,6 +56,11 @@ type config struct {
 	bridgeEnv  []string
 	bridgeArgs []string
 	nullArgs   []string
+	// ab is -ab, the two builds to compare ("": not an A/B run); pairs is
+	// -pairs. set holds the flags given on the command line.
+	ab    string
+	pairs int
+	set   map[string]bool
 
 	txnRows         int
 	insertRows      int
@@ -88,6 +94,8 @@ func parseFlags() config {
 	flag.StringVar(&bridgeEnv, "bridge-env", "", "extra environment for the bridge, comma-separated KEY=VALUE (e.g. GOGC=400), for experiments; recorded in the results")
 	flag.StringVar(&bridgeArgs, "bridge-args", "", "extra flags for `pg2iceberg run`, comma-separated (e.g. --no-changelog or --flush-rows=100000), for experiments; recorded in the results")
 	flag.StringVar(&nullArgs, "null-args", "", "extra flags for bench/nullconsumer, comma-separated (e.g. -rcvlowat=0 for a wake-up per send), for experiments; recorded in the results")
+	flag.StringVar(&c.ab, "ab", "", "A/B mode: compare two builds of the bridge, A,B (each a git revision, built in a temporary worktree, or a bridge binary), in alternating runs over the same WAL; no limit, null consumer or freshness runs")
+	flag.IntVar(&c.pairs, "pairs", 3, "A/B mode: runs of each build (A B A B ...)")
 	flag.StringVar(&c.revision, "revision", "", "the commit the bridge was built from, for the results (default: read from ./.git)")
 	flag.IntVar(&c.txnRows, "txn-rows", 1000, "rows per transaction (insert, update, delete, wide)")
 	flag.IntVar(&c.insertRows, "insert-rows", 2_000_000, "insert-only: rows inserted")
@@ -107,6 +115,7 @@ func parseFlags() config {
 
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.set = set
 	if c.quick {
 		quick := map[string]func(){
 			"insert-rows":        func() { c.insertRows = 200_000 },
@@ -171,10 +180,37 @@ func (c config) validate() error {
 	if c.txnRows > c.updateTableRows || c.txnRows > c.deleteTableRows {
 		problems = append(problems, "-txn-rows must not exceed the update and delete table sizes")
 	}
+	problems = append(problems, c.validateAB()...)
 	if len(problems) > 0 {
 		return fmt.Errorf("%s", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// validateAB checks the flags of an A/B run.
+func (c config) validateAB() []string {
+	if c.ab == "" {
+		if c.set["pairs"] {
+			return []string{"-pairs is for A/B runs: give -ab A,B too"}
+		}
+		return nil
+	}
+	var problems []string
+	if _, err := parseAB(c.ab); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if c.pairs < 1 {
+		problems = append(problems, "-pairs must be at least 1")
+	}
+	for _, f := range []string{"bin", "pprof", "revision", "null-args"} {
+		if c.set[f] {
+			problems = append(problems, fmt.Sprintf("-%s does not apply to an A/B run (-ab names the binaries)", f))
+		}
+	}
+	if len(c.workloads) == 0 {
+		problems = append(problems, "an A/B run needs at least one workload")
+	}
+	return problems
 }
 
 func logf(format string, args ...any) {
@@ -203,9 +239,11 @@ type env struct {
 	tmp     string
 	bin     string // the bridge binary actually run (a profiling copy with -pprof)
 	nullBin string // bench/nullconsumer, built when a streaming workload runs
-	machine machineInfo
-	build   buildInfo
-	date    string
+	// abBuilds are the two builds of an A/B run.
+	abBuilds []abBuild
+	machine  machineInfo
+	build    buildInfo
+	date     string
 }
 
 const (
@@ -214,7 +252,7 @@ const (
 )
 
 func run(ctx context.Context, cfg config) error {
-	if _, err := os.Stat(cfg.bin); err != nil {
+	if _, err := os.Stat(cfg.bin); err != nil && cfg.ab == "" {
 		return fmt.Errorf("%s not found: run from the repository root after `go build -o bin/pg2iceberg .` (make bench does both)", cfg.bin)
 	}
 	if _, err := os.Stat(recvlogical); err != nil {
@@ -245,7 +283,13 @@ func run(ctx context.Context, cfg config) error {
 		}
 		logf("profiling build of the bridge: %s; profiles go to %s", e.bin, cfg.pprofDir)
 	}
-	if slices.ContainsFunc(cfg.workloads, func(w string) bool { return !e.workload(w).backfill }) {
+	if cfg.ab != "" {
+		// Build first: a revision that does not build fails the run at once.
+		specs, _ := parseAB(cfg.ab) // checked by validate
+		if e.abBuilds, err = resolveBuilds(ctx, tmp, specs); err != nil {
+			return err
+		}
+	} else if slices.ContainsFunc(cfg.workloads, func(w string) bool { return !e.workload(w).backfill }) {
 		if e.nullBin, err = buildNullConsumer(ctx, tmp); err != nil {
 			return err
 		}
@@ -257,7 +301,12 @@ func run(ctx context.Context, cfg config) error {
 	}
 
 	logf("starting PostgreSQL")
-	e.pg, err = harness.StartPostgres(ctx, harness.PostgresOptions{Logf: logf})
+	opts := harness.PostgresOptions{Logf: logf}
+	if cfg.ab != "" {
+		// Every run of a workload has its slot at once.
+		opts.Settings = map[string]string{"max_replication_slots": strconv.Itoa(max(10, abSlots(cfg)+2))}
+	}
+	e.pg, err = harness.StartPostgres(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -295,6 +344,9 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	logf("machine: %s", e.machine)
+	if cfg.ab != "" {
+		return e.runABAll(ctx)
+	}
 
 	var results []*workloadResult
 	var backfills []*backfillResult

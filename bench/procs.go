@@ -230,6 +230,7 @@ type bridgeTarget struct {
 	warehouse string // directory or s3://bucket/prefix
 	catalog   string // "" (embedded in the warehouse) or a SQLite path
 	filesDir  string // where the Parquet files land on this machine
+	bin       string // the bridge binary for this slot ("": env.bin)
 }
 
 func (e *env) target(name, id string) bridgeTarget {
@@ -308,7 +309,11 @@ func (e *env) startBridge(t bridgeTarget, pub string, metrics bool, profile stri
 		b.metricsAddr = "127.0.0.1:" + strconv.Itoa(port)
 		args = append(args, "--metrics-addr", b.metricsAddr)
 	}
-	cmd := exec.Command(e.bin, args...)
+	bin := e.bin
+	if t.bin != "" {
+		bin = t.bin
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "PGPASSWORD="+e.pg.SuperPassword)
 	if e.s3 != nil {
 		cmd.Env = append(cmd.Env, e.s3.Env()...)
@@ -332,7 +337,7 @@ func (e *env) startBridge(t bridgeTarget, pub string, metrics bool, profile stri
 	b.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", e.bin, err)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	b.cmd = cmd
 	readDone := make(chan struct{})
