@@ -45,6 +45,7 @@ type abRun struct {
 	RowsPerSec           float64 `json:"rows_per_sec"`
 	CPUSecondsPerMillion float64 `json:"cpu_seconds_per_million_rows"`
 	PeakRSSMiB           float64 `json:"peak_rss_mib"`
+	PeakAnonRSSMiB       float64 `json:"peak_anon_rss_mib"`
 	OthersCPUSeconds     float64 `json:"others_cpu_seconds"`
 	Detail               any     `json:"detail"` // the bridgeRun or backfillRun
 }
@@ -79,17 +80,17 @@ type abResult struct {
 	name     string      // the workload's
 }
 
-// abMeasured is a timed run's figures that A/B compares.
+// abMeasured is a timed run whose figures A/B compares.
 type abMeasured interface {
-	abFigures() (rowsPerSec, cpuPerMillion, peakRSSMiB, othersCPU float64)
+	abRun() abRun
 }
 
-func (r bridgeRun) abFigures() (float64, float64, float64, float64) {
-	return r.RowsPerSec, r.CPUSecondsPerMillion, r.PeakRSSMiB, r.OthersCPUSeconds
+func (r bridgeRun) abRun() abRun {
+	return abRun{RowsPerSec: r.RowsPerSec, CPUSecondsPerMillion: r.CPUSecondsPerMillion, PeakRSSMiB: r.PeakRSSMiB, PeakAnonRSSMiB: r.PeakAnonRSSMiB, OthersCPUSeconds: r.OthersCPUSeconds}
 }
 
-func (r backfillRun) abFigures() (float64, float64, float64, float64) {
-	return r.RowsPerSec, r.CPUSecondsPerMillion, r.PeakRSSMiB, r.OthersCPUSeconds
+func (r backfillRun) abRun() abRun {
+	return abRun{RowsPerSec: r.RowsPerSec, CPUSecondsPerMillion: r.CPUSecondsPerMillion, PeakRSSMiB: r.PeakRSSMiB, PeakAnonRSSMiB: r.PeakAnonRSSMiB, OthersCPUSeconds: r.OthersCPUSeconds}
 }
 
 // parseAB splits the -ab value into the two builds' specs.
@@ -136,19 +137,26 @@ func ratio(b, a float64) float64 {
 	return b / a
 }
 
+// abFigureDef is a figure A/B compares: its name, its value in a run and
+// how it prints.
+type abFigureDef struct {
+	name   string
+	get    func(abRun) float64
+	format func(float64) string
+}
+
+var abFigureDefs = []abFigureDef{
+	{"rows/s", func(r abRun) float64 { return r.RowsPerSec }, thousands},
+	{"CPU s/M rows", func(r abRun) float64 { return r.CPUSecondsPerMillion }, func(v float64) string { return fmt.Sprintf("%.2f", v) }},
+	{"peak RSS MiB", func(r abRun) float64 { return r.PeakRSSMiB }, func(v float64) string { return fmt.Sprintf("%.0f", v) }},
+	{"peak anon RSS MiB", func(r abRun) float64 { return r.PeakAnonRSSMiB }, func(v float64) string { return fmt.Sprintf("%.0f", v) }},
+}
+
 // abFigures summarises runs per target and figure.
 func abFigures(runs []abRun, targets []string) []abFigure {
-	figures := []struct {
-		name string
-		get  func(abRun) float64
-	}{
-		{"rows/s", func(r abRun) float64 { return r.RowsPerSec }},
-		{"CPU s/M rows", func(r abRun) float64 { return r.CPUSecondsPerMillion }},
-		{"peak RSS MiB", func(r abRun) float64 { return r.PeakRSSMiB }},
-	}
 	var out []abFigure
 	for _, t := range targets {
-		for _, f := range figures {
+		for _, f := range abFigureDefs {
 			var a, b []float64
 			for _, r := range runs {
 				if r.Target != t {
@@ -301,8 +309,9 @@ func (e *env) runAB(ctx context.Context, w *workload, builds []abBuild) (*abResu
 		if err != nil {
 			return nil, fmt.Errorf("pair %d, build %s, %s: %w", runs[i].Pair, runs[i].Build, runs[i].Target, err)
 		}
-		runs[i].RowsPerSec, runs[i].CPUSecondsPerMillion, runs[i].PeakRSSMiB, runs[i].OthersCPUSeconds = m.abFigures()
-		runs[i].Detail = m
+		fig := m.abRun()
+		fig.Pair, fig.Build, fig.Target, fig.Detail = runs[i].Pair, runs[i].Build, runs[i].Target, m
+		runs[i] = fig
 	}
 	res.Runs = runs
 	res.Figures = abFigures(runs, e.cfg.targets)
@@ -343,35 +352,18 @@ func printAB(out io.Writer, results []*abResult) {
 	fmt.Fprintln(tw, "workload\ttarget\tfigure\tA median\tA min\tA max\tB median\tB min\tB max\tB/A\truns (in order)")
 	for _, r := range results {
 		for _, f := range r.Figures {
+			def := abFigureDefs[slices.IndexFunc(abFigureDefs, func(d abFigureDef) bool { return d.name == f.Figure })]
 			var seq []string
 			for _, run := range r.Runs {
-				if run.Target != f.Target {
-					continue
+				if run.Target == f.Target {
+					seq = append(seq, run.Build+" "+def.format(def.get(run)))
 				}
-				v := run.RowsPerSec
-				switch f.Figure {
-				case "CPU s/M rows":
-					v = run.CPUSecondsPerMillion
-				case "peak RSS MiB":
-					v = run.PeakRSSMiB
-				}
-				seq = append(seq, run.Build+" "+abValue(f.Figure, v))
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\n", r.name, f.Target, f.Figure,
-				abValue(f.Figure, f.A.Median), abValue(f.Figure, f.A.Min), abValue(f.Figure, f.A.Max),
-				abValue(f.Figure, f.B.Median), abValue(f.Figure, f.B.Min), abValue(f.Figure, f.B.Max), f.Ratio, strings.Join(seq, ", "))
+				def.format(f.A.Median), def.format(f.A.Min), def.format(f.A.Max),
+				def.format(f.B.Median), def.format(f.B.Min), def.format(f.B.Max), f.Ratio, strings.Join(seq, ", "))
 		}
 	}
 	tw.Flush()
 	fmt.Fprintln(out)
-}
-
-func abValue(figure string, v float64) string {
-	switch figure {
-	case "rows/s":
-		return thousands(v)
-	case "peak RSS MiB":
-		return fmt.Sprintf("%.0f", v)
-	}
-	return fmt.Sprintf("%.2f", v)
 }

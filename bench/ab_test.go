@@ -32,23 +32,25 @@ func TestMedian(t *testing.T) {
 
 func TestABFigures(t *testing.T) {
 	runs := []abRun{
-		{Pair: 1, Build: "A", Target: "local", RowsPerSec: 100, CPUSecondsPerMillion: 3, PeakRSSMiB: 200},
-		{Pair: 1, Build: "B", Target: "local", RowsPerSec: 120, CPUSecondsPerMillion: 2, PeakRSSMiB: 210},
-		{Pair: 1, Build: "A", Target: "s3", RowsPerSec: 50, CPUSecondsPerMillion: 4, PeakRSSMiB: 300},
-		{Pair: 1, Build: "B", Target: "s3", RowsPerSec: 40, CPUSecondsPerMillion: 5, PeakRSSMiB: 300},
-		{Pair: 2, Build: "A", Target: "local", RowsPerSec: 90, CPUSecondsPerMillion: 3.5, PeakRSSMiB: 220},
-		{Pair: 2, Build: "B", Target: "local", RowsPerSec: 150, CPUSecondsPerMillion: 2.2, PeakRSSMiB: 190},
-		{Pair: 3, Build: "A", Target: "local", RowsPerSec: 110, CPUSecondsPerMillion: 2.5, PeakRSSMiB: 210},
-		{Pair: 3, Build: "B", Target: "local", RowsPerSec: 135, CPUSecondsPerMillion: 2.4, PeakRSSMiB: 200},
+		{Pair: 1, Build: "A", Target: "local", RowsPerSec: 100, CPUSecondsPerMillion: 3, PeakRSSMiB: 200, PeakAnonRSSMiB: 140},
+		{Pair: 1, Build: "B", Target: "local", RowsPerSec: 120, CPUSecondsPerMillion: 2, PeakRSSMiB: 210, PeakAnonRSSMiB: 150},
+		{Pair: 1, Build: "A", Target: "s3", RowsPerSec: 50, CPUSecondsPerMillion: 4, PeakRSSMiB: 300, PeakAnonRSSMiB: 240},
+		{Pair: 1, Build: "B", Target: "s3", RowsPerSec: 40, CPUSecondsPerMillion: 5, PeakRSSMiB: 300, PeakAnonRSSMiB: 240},
+		{Pair: 2, Build: "A", Target: "local", RowsPerSec: 90, CPUSecondsPerMillion: 3.5, PeakRSSMiB: 220, PeakAnonRSSMiB: 160},
+		{Pair: 2, Build: "B", Target: "local", RowsPerSec: 150, CPUSecondsPerMillion: 2.2, PeakRSSMiB: 190, PeakAnonRSSMiB: 130},
+		{Pair: 3, Build: "A", Target: "local", RowsPerSec: 110, CPUSecondsPerMillion: 2.5, PeakRSSMiB: 210, PeakAnonRSSMiB: 150},
+		{Pair: 3, Build: "B", Target: "local", RowsPerSec: 135, CPUSecondsPerMillion: 2.4, PeakRSSMiB: 200, PeakAnonRSSMiB: 140},
 	}
 	got := abFigures(runs, []string{"local", "s3"})
 	want := []abFigure{
 		{Target: "local", Figure: "rows/s", A: spread{100, 90, 110}, B: spread{135, 120, 150}, Ratio: 1.35},
 		{Target: "local", Figure: "CPU s/M rows", A: spread{3, 2.5, 3.5}, B: spread{2.2, 2, 2.4}, Ratio: 2.2 / 3},
 		{Target: "local", Figure: "peak RSS MiB", A: spread{210, 200, 220}, B: spread{200, 190, 210}, Ratio: 200.0 / 210},
+		{Target: "local", Figure: "peak anon RSS MiB", A: spread{150, 140, 160}, B: spread{140, 130, 150}, Ratio: 140.0 / 150},
 		{Target: "s3", Figure: "rows/s", A: spread{50, 50, 50}, B: spread{40, 40, 40}, Ratio: 0.8},
 		{Target: "s3", Figure: "CPU s/M rows", A: spread{4, 4, 4}, B: spread{5, 5, 5}, Ratio: 1.25},
 		{Target: "s3", Figure: "peak RSS MiB", A: spread{300, 300, 300}, B: spread{300, 300, 300}, Ratio: 1},
+		{Target: "s3", Figure: "peak anon RSS MiB", A: spread{240, 240, 240}, B: spread{240, 240, 240}, Ratio: 1},
 	}
 	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 	nearSpread := func(a, b spread) bool { return near(a.Median, b.Median) && near(a.Min, b.Min) && near(a.Max, b.Max) }

@@ -82,6 +82,8 @@ type backfillRun struct {
 	// CopyPeakRSSMiB the VmHWM when the copy was committed.
 	PeakRSSMiB     float64 `json:"peak_rss_mib"`
 	CopyPeakRSSMiB float64 `json:"copy_peak_rss_mib"`
+	// PeakAnonRSSMiB is the highest RssAnon sampled (see watchAnon).
+	PeakAnonRSSMiB float64 `json:"peak_anon_rss_mib"`
 	// StopSeconds is from the "streaming" line to the exit after SIGINT.
 	StopSeconds float64 `json:"stop_seconds"`
 	// MetricRows is pg2iceberg_backfill_rows for the table at the end.
@@ -280,6 +282,9 @@ func (e *env) timeBackfill(ctx context.Context, conn *pgx.Conn, t bridgeTarget, 
 	r.StopSeconds = b.exitedAt.Sub(b.streamingAt).Seconds()
 	ru := b.cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	r.PeakRSSMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
+	b.mu.Lock()
+	r.PeakAnonRSSMiB = b.peakAnon
+	b.mu.Unlock()
 	if profile != "" {
 		r.Profile = profile + ".cpu.pprof"
 	}

@@ -51,21 +51,49 @@ func procCPU(pid int) (float64, error) {
 }
 
 // procHWM returns a process's peak resident set size so far (VmHWM), MiB.
-func procHWM(pid int) (float64, error) {
+func procHWM(pid int) (float64, error) { return procStatusMiB(pid, "VmHWM") }
+
+// procStatusMiB returns a size field of /proc/<pid>/status, MiB.
+func procStatusMiB(pid int, field string) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
 			if err != nil {
-				return 0, fmt.Errorf("parse VmHWM of %d: %w", pid, err)
+				return 0, fmt.Errorf("parse %s of %d: %w", field, pid, err)
 			}
 			return kb / 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// anonSample is how often the bridge's anonymous memory is read.
+const anonSample = 20 * time.Millisecond
+
+// watchAnon samples the bridge's anonymous resident memory (RssAnon: heap,
+// stacks, off-heap buffers) until it exits. Unlike the peak RSS it leaves
+// out the binary's mapped pages, which differ by 5-10 MiB between two
+// builds of one commit (how the kernel maps a new file's pages), so it
+// compares builds.
+func (b *bridge) watchAnon() {
+	tick := time.NewTicker(anonSample)
+	defer tick.Stop()
+	for {
+		if v, err := procStatusMiB(b.cmd.Process.Pid, "RssAnon"); err == nil {
+			b.mu.Lock()
+			b.peakAnon = max(b.peakAnon, v)
+			b.mu.Unlock()
+		}
+		select {
+		case <-b.exited:
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // cpuTimes is the machine's busy and total CPU time from /proc/stat.
@@ -264,6 +292,7 @@ type bridge struct {
 	mu           sync.Mutex // guards the fields below, written by the log reader
 	flushes      int
 	flushElapsed time.Duration
+	peakAnon     float64 // the highest RssAnon sampled (watchAnon), MiB
 	tail         []string
 	marks        map[string]logMark // first line of each log message
 }
@@ -345,6 +374,7 @@ func (e *env) startBridge(t bridgeTarget, pub string, metrics bool, profile stri
 		defer close(readDone)
 		b.readLog(stderr, logFile)
 	}()
+	go b.watchAnon()
 	go func() {
 		<-readDone // Wait closes the pipe: read everything first
 		b.waitErr = cmd.Wait()

@@ -77,6 +77,7 @@ type bridgeRun struct {
 	CPUSecondsPerMillion            float64      `json:"cpu_seconds_per_million_rows"`
 	CPUSecondsPerMillionWithStartup float64      `json:"cpu_seconds_per_million_rows_with_startup"`
 	PeakRSSMiB                      float64      `json:"peak_rss_mib"`
+	PeakAnonRSSMiB                  float64      `json:"peak_anon_rss_mib"`
 	WalsenderCPUSeconds             float64      `json:"walsender_cpu_seconds"`
 	WalsenderCPUSecondsPerMillion   float64      `json:"walsender_cpu_seconds_per_million_rows"`
 	BusyCores                       float64      `json:"machine_busy_cores"`
@@ -303,6 +304,7 @@ func (e *env) timeBridge(ctx context.Context, conn *pgx.Conn, t bridgeTarget, pu
 	}
 	b.mu.Lock()
 	r.Flushes, r.FlushSeconds = b.flushes, b.flushElapsed.Seconds()
+	r.PeakAnonRSSMiB = b.peakAnon
 	b.mu.Unlock()
 	r.RowsPerSec = float64(rows) / r.StreamSeconds
 	r.RowsPerSecWithStartup = float64(rows) / r.WallSeconds
