@@ -66,3 +66,15 @@ func publicationOption(publication string) string {
 	ident := `"` + strings.ReplaceAll(publication, `"`, `""`) + `"`
 	return "publication_names '" + strings.ReplaceAll(ident, "'", "''") + "'"
 }
+
+// PluginArgs are the pgoutput options the stream starts replication with:
+// protocol 2, the publication, logical messages, and streaming of large
+// transactions. The bench's reference consumer asks for the same.
+func PluginArgs(publication string) []string {
+	return []string{
+		"proto_version '2'",
+		publicationOption(publication),
+		"messages 'true'",
+		"streaming 'on'",
+	}
+}

@@ -179,12 +179,7 @@ func Stream(ctx context.Context, conn *pgconn.PgConn, cfg StreamConfig, sink Sin
 	if s.progress == nil {
 		s.progress = &Progress{}
 	}
-	opts := pglogrepl.StartReplicationOptions{PluginArgs: []string{
-		"proto_version '2'",
-		publicationOption(cfg.Publication),
-		"messages 'true'",
-		"streaming 'on'",
-	}}
+	opts := pglogrepl.StartReplicationOptions{PluginArgs: PluginArgs(cfg.Publication)}
 	if err := pglogrepl.StartReplication(ctx, conn, cfg.Slot, cfg.Start, opts); err != nil {
 		return startError(cfg.Slot, err)
 	}

@@ -37,6 +37,8 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/pg2iceberg/pg2iceberg/replication"
 )
 
 // sessionParams are the bridge's (replication/conn.go; a test keeps them
@@ -48,17 +50,6 @@ var sessionParams = map[string]string{
 	"IntervalStyle":      "postgres",
 	"extra_float_digits": "3",
 	"bytea_output":       "hex",
-}
-
-// pluginArgs are the bridge's pgoutput options (replication/stream.go; a
-// test keeps them equal).
-func pluginArgs(publication string) []string {
-	return []string{
-		"proto_version '2'",
-		fmt.Sprintf("publication_names '%s'", publication),
-		"messages 'true'",
-		"streaming 'on'",
-	}
 }
 
 type config struct {
@@ -169,7 +160,7 @@ func run(ctx context.Context, c config) (result, error) {
 		return result{}, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(context.Background())
-	opts := pglogrepl.StartReplicationOptions{PluginArgs: pluginArgs(c.publication)}
+	opts := pglogrepl.StartReplicationOptions{PluginArgs: replication.PluginArgs(c.publication)}
 	if err := pglogrepl.StartReplication(ctx, conn, c.slot, c.start, opts); err != nil {
 		return result{}, fmt.Errorf("start replication on slot %s: %w", c.slot, err)
 	}

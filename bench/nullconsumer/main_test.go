@@ -3,8 +3,6 @@ package main
 import (
 	"os"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -25,31 +23,6 @@ func block(t *testing.T, path, start, end string) string {
 		t.Fatalf("%s: no %q after %q", path, end, start)
 	}
 	return body
-}
-
-// The null consumer is a reference only while it asks the walsender for
-// exactly what the bridge asks for.
-func TestPluginArgsAreTheBridges(t *testing.T) {
-	body := block(t, "../../replication/stream.go", "PluginArgs: []string{", "}}")
-	var bridge []string
-	for _, line := range strings.Split(body, "\n") {
-		line = strings.TrimSuffix(strings.TrimSpace(line), ",")
-		if line == "" {
-			continue
-		}
-		// fmt.Sprintf("publication_names '%s'", cfg.Publication): its format.
-		if f, ok := strings.CutPrefix(line, "fmt.Sprintf("); ok {
-			line, _, _ = strings.Cut(f, ", ")
-		}
-		s, err := strconv.Unquote(line)
-		if err != nil {
-			t.Fatalf("replication/stream.go: plugin argument %s is not a string literal or Sprintf of one: update this test", line)
-		}
-		bridge = append(bridge, s)
-	}
-	if got := pluginArgs("%s"); !slices.Equal(got, bridge) {
-		t.Errorf("pluginArgs = %q, the bridge's %q", got, bridge)
-	}
 }
 
 func TestSessionParamsAreTheBridges(t *testing.T) {
