@@ -190,7 +190,8 @@ func runCmd(c *cli.Context) error {
 	if err := replication.Lease(ctx, conn, slot); err != nil {
 		return err
 	}
-	rels, err := replication.PreflightStart(ctx, conn, pub, overrides, log)
+	_, noSlot := replication.LookupSlot(ctx, conn, slot)
+	rels, err := replication.PreflightStart(ctx, conn, pub, overrides, noSlot == nil, log)
 	if err != nil {
 		return fmt.Errorf("preflight failed:\n%w", err)
 	}
@@ -557,7 +558,7 @@ func backfillCmd(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("slot %s: %w: run the bridge once first", slot, err)
 	}
-	rels, err := replication.PreflightStart(ctx, conn, pub, overrides, log)
+	rels, err := replication.PreflightStart(ctx, conn, pub, overrides, true, log)
 	if err != nil {
 		return fmt.Errorf("preflight failed:\n%w", err)
 	}

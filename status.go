@@ -24,7 +24,7 @@ func tableStatus(ctx context.Context, cat catalog.Catalog, rel *decode.Relation,
 	mid, cid := iceberg.Identifiers(rel.Schema, rel.Name)
 	var lines []string
 	if !rel.HasKey() {
-		lines = append(lines, fmt.Sprintf("%-40s no mirror: the table has no key to keep one by", strings.Join(mid, ".")))
+		lines = append(lines, fmt.Sprintf("%-40s no mirror: the table has no primary key or replica identity", strings.Join(mid, ".")))
 	} else {
 		line, err := icebergTableStatus(ctx, cat, mid, true, confirmed)
 		if err != nil {

@@ -22,19 +22,32 @@ import (
 // the application cannot update or delete in (see warnKeyless).
 //
 // The rules are checked at start only: a column a rule names may be
-// dropped while the bridge streams, which must not stop it.
-func PreflightStart(ctx context.Context, conn *pgx.Conn, publication string, overrides *mapping.Overrides, log *slog.Logger) ([]*decode.Relation, error) {
+// dropped while the bridge streams, which must not stop it. For the same
+// reason, once the bridge has run (ran is true: its slot exists), a rule
+// or table entry naming a table that is not in the publication is a
+// warning, not an error: the table may have been dropped or taken out of
+// the publication since the file was written (a drop_table: drop entry
+// outlives its table), and the entry is idle until the table comes back.
+// At the first start such an entry is a typo and stops the start.
+func PreflightStart(ctx context.Context, conn *pgx.Conn, publication string, overrides *mapping.Overrides, ran bool, log *slog.Logger) ([]*decode.Relation, error) {
 	rels, problems, err := preflight(ctx, conn, publication, overrides)
 	if err != nil {
 		return nil, err
 	}
 	if rels != nil && overrides != nil {
 		cfgErr := &mapping.ConfigError{File: overrides.File}
-		if err := checkRules(ctx, conn, publication, rels, overrides, cfgErr); err != nil {
+		left := &mapping.ConfigError{File: overrides.File}
+		if !ran {
+			left = cfgErr
+		}
+		if err := checkRules(ctx, conn, publication, rels, overrides, cfgErr, left); err != nil {
 			return nil, err
 		}
 		if err := cfgErr.Err(); err != nil {
 			problems = append(problems, err)
+		}
+		if err := left.Err(); err != nil && ran {
+			log.Warn("the configuration names tables that are not in the publication: their entries have no effect until the tables are published again", "publication", publication, "entries", err.Error(), "fix", "remove the entries, or mark them added_later: true")
 		}
 	}
 	if err := errors.Join(problems...); err != nil {
@@ -47,8 +60,9 @@ func PreflightStart(ctx context.Context, conn *pgx.Conn, publication string, ove
 }
 
 // checkRules adds to e the rules and table entries that name what the
-// publication or the database does not have, unless marked added_later.
-func checkRules(ctx context.Context, conn *pgx.Conn, publication string, rels []*decode.Relation, o *mapping.Overrides, e *mapping.ConfigError) error {
+// publication or the database does not have, unless marked added_later;
+// those naming a table the publication does not have go to left.
+func checkRules(ctx context.Context, conn *pgx.Conn, publication string, rels []*decode.Relation, o *mapping.Overrides, e, left *mapping.ConfigError) error {
 	byName := make(map[string]*decode.Relation, len(rels))
 	for _, r := range rels {
 		byName[r.QualifiedName()] = r
@@ -66,7 +80,7 @@ func checkRules(ctx context.Context, conn *pgx.Conn, publication string, rels []
 			table, col := r.Column[:i], r.Column[i+1:]
 			rel, ok := byName[table]
 			if !ok {
-				e.Add(r.Line, "%s: column %s: table %s is not in publication %s%s", where, r.Column, table, publication, addedLaterHint(rels))
+				left.Add(r.Line, "%s: column %s: table %s is not in publication %s%s", where, r.Column, table, publication, addedLaterHint(rels))
 				continue
 			}
 			cols, ok := columns[table]
@@ -98,7 +112,7 @@ func checkRules(ctx context.Context, conn *pgx.Conn, publication string, rels []
 			continue
 		}
 		if _, ok := byName[p.Table]; !ok {
-			e.Add(p.Line, "tables entry %d: table %s is not in publication %s%s", i+1, p.Table, publication, addedLaterHint(rels))
+			left.Add(p.Line, "tables entry %d: table %s is not in publication %s%s", i+1, p.Table, publication, addedLaterHint(rels))
 		}
 	}
 	return nil
