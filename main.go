@@ -30,6 +30,7 @@ import (
 	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
 	"github.com/pg2iceberg/pg2iceberg/mapping"
+	"github.com/pg2iceberg/pg2iceberg/parquetx"
 	"github.com/pg2iceberg/pg2iceberg/replication"
 )
 
@@ -92,6 +93,12 @@ func newLogger(c *cli.Context) *slog.Logger {
 }
 
 func main() {
+	// Process-wide, once, before any Parquet file is written: pages are
+	// compressed without zstd's content checksum (see parquetx).
+	if err := parquetx.UseFastZstd(); err != nil {
+		fmt.Fprintln(os.Stderr, "pg2iceberg:", err)
+		os.Exit(1)
+	}
 	app := &cli.App{
 		Name:  "pg2iceberg",
 		Usage: "stream a PostgreSQL publication into Apache Iceberg tables",

@@ -104,7 +104,7 @@ func (c *changelog) append(op decode.Op, tx txInfo, seq int64, before, after dec
 	if err := c.appendTo(fw.builder, &c.idx, op, tx, seq, before, after, unavailable); err != nil {
 		return err
 	}
-	return fw.rowDone()
+	return fw.pw.RowDone()
 }
 
 // utcDay is the day of t, in days since 1970-01-01 UTC.

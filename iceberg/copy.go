@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
 // PropCopyLSN is the mirror table property that marks its initial copy
@@ -237,17 +238,17 @@ func (w *CopyWriter) Row(row decode.Tuple) error {
 			return err
 		}
 	}
-	if err := w.m.appendRow(w.fw, row); err != nil {
+	if err := w.m.appendRow(w.fw.builder, row); err != nil {
 		w.keys.buf = b[:from]
 		return err
 	}
 	w.keys.buf = b
 	w.keys.ends = append(w.keys.ends, uint32(len(b)))
-	if err := w.fw.rowDone(); err != nil {
+	if err := w.fw.pw.RowDone(); err != nil {
 		return err
 	}
 	// The file's size changes only when a batch is written.
-	if w.fw.rows%batchRows == 0 && w.fw.bytes() >= copyFileTarget || len(w.keys.buf) >= copyKeysTarget {
+	if w.fw.rows()%parquetx.BatchRows == 0 && w.fw.bytes() >= copyFileTarget || len(w.keys.buf) >= copyKeysTarget {
 		return w.closeFile()
 	}
 	return nil

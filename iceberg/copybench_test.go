@@ -7,10 +7,14 @@ import (
 	"io"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
-
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
+
+// nopCloser is a writer that closes as a no-op.
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 // BenchmarkCopyToParquet runs a binary copy of the bench's narrow table
 // (serial id, k = id % 1000, md5 text, one timestamp) through the copy
@@ -39,17 +43,19 @@ func BenchmarkCopyToParquet(b *testing.B) {
 		field(be(817_000_000_000_000, 8))
 	}
 	bin = append(bin, 0xff, 0xff)
+	if err := parquetx.UseFastZstd(); err != nil {
+		b.Fatal(err)
+	}
 	m, asc := narrowMirror(b)
 	b.SetBytes(int64(len(bin)))
 	var size int64
 	w := &CopyWriter{m: m}
 	for b.Loop() {
-		cw := newCountingWriter(io.Discard)
-		pw, err := newParquetOut(asc, cw)
+		pw, err := parquetx.NewWriter(asc, nopCloser{io.Discard}, "discard")
 		if err != nil {
 			b.Fatal(err)
 		}
-		fw := &fileWriter{pw: pw, cw: cw, bld: array.NewRecordBuilder(dataAlloc, asc)}
+		fw := &fileWriter{path: "discard", pw: pw}
 		w.keys.buf, w.keys.ends = w.keys.buf[:0], w.keys.ends[:0]
 		var p decode.CopyBinaryParser
 		err = p.Feed(bin, 4, func(tup decode.Tuple) error {
@@ -57,30 +63,23 @@ func BenchmarkCopyToParquet(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			if err := m.appendRow(fw, tup); err != nil {
+			if err := m.appendRow(fw.builder, tup); err != nil {
 				return err
 			}
 			w.keys.buf = kb
 			w.keys.ends = append(w.keys.ends, uint32(len(kb)))
-			return fw.rowDone()
+			return fw.pw.RowDone()
 		})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := fw.writeBatch(); err != nil {
-			b.Fatal(err)
-		}
-		if err := pw.close(); err != nil {
-			b.Fatal(err)
-		}
-		if err := cw.flush(); err != nil {
+		if _, size, err = pw.Close(); err != nil {
 			b.Fatal(err)
 		}
 		x := newKeyIndex()
 		if _, ok := x.addAll(&w.keys, 0); !ok {
 			b.Fatal("duplicate key")
 		}
-		size = cw.n
 	}
 	b.ReportMetric(float64(size)/rows, "B/row")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")

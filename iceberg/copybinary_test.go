@@ -17,6 +17,7 @@ import (
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/mapping"
+	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
 // copyTypes is decode's captured COPY output of one table (see
@@ -190,16 +191,16 @@ func TestCopyWriterBinaryRows(t *testing.T) {
 		fields = append(fields, icego.NestedField{ID: i + 1, Name: c.Name, Type: typ, Required: c.Key})
 	}
 	m, asc := testMirror(t, rel, fields)
-	tw := &fileWriter{bld: array.NewRecordBuilder(memory.DefaultAllocator, asc)}
-	bw := &fileWriter{bld: array.NewRecordBuilder(memory.DefaultAllocator, asc)}
+	tw := array.NewRecordBuilder(memory.DefaultAllocator, asc)
+	bw := array.NewRecordBuilder(memory.DefaultAllocator, asc)
 	for r := range text {
 		tk, terr := m.appendKey(nil, text[r])
 		bk, berr := m.appendKey(nil, bin[r])
 		if terr != nil || berr != nil || !bytes.Equal(tk, bk) {
 			t.Errorf("row %d: key from text %x, %v; from binary %x, %v", r, tk, terr, bk, berr)
 		}
-		terr = m.appendRow(tw, text[r])
-		berr = m.appendRow(bw, bin[r])
+		terr = m.appendRow(tw.Field, text[r])
+		berr = m.appendRow(bw.Field, bin[r])
 		if (terr == nil) != (berr == nil) {
 			t.Fatalf("row %d: text row gives %v, binary row %v", r, terr, berr)
 		}
@@ -211,13 +212,13 @@ func TestCopyWriterBinaryRows(t *testing.T) {
 				t.Errorf("row %d: errors\n%v\n%v\nwant both to start %q", r, terr, berr, prefix)
 			}
 			// Start both records over: a failed row leaves earlier columns.
-			tw.bld.Release()
-			bw.bld.Release()
-			tw.bld = array.NewRecordBuilder(memory.DefaultAllocator, asc)
-			bw.bld = array.NewRecordBuilder(memory.DefaultAllocator, asc)
+			tw.Release()
+			bw.Release()
+			tw = array.NewRecordBuilder(memory.DefaultAllocator, asc)
+			bw = array.NewRecordBuilder(memory.DefaultAllocator, asc)
 			continue
 		}
-		trec, brec := tw.bld.NewRecordBatch(), bw.bld.NewRecordBatch()
+		trec, brec := tw.NewRecordBatch(), bw.NewRecordBatch()
 		for ci := range int(trec.NumCols()) {
 			tv, bv := fmt.Sprint(recordKeys(t, trec.Column(ci))), fmt.Sprint(recordKeys(t, brec.Column(ci)))
 			if tv != bv {
@@ -308,20 +309,24 @@ func BenchmarkCopyRow(b *testing.B) {
 	}
 	bin = append(bin, 0xff, 0xff)
 	m, asc := narrowMirror(b)
-	fw := &fileWriter{bld: array.NewRecordBuilder(memory.DefaultAllocator, asc)}
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, asc)
 	var keys []byte
+	type binaryData interface {
+		DataLen() int
+		ReserveData(int)
+	}
 	row := func(tup decode.Tuple) error {
 		var err error
 		keys, err = m.appendKey(keys[:0], tup)
 		if err == nil {
-			err = m.appendRow(fw, tup)
+			err = m.appendRow(bld.Field, tup)
 		}
-		if fw.bld.Field(0).Len() >= batchRows {
-			// As writeBatch does, without the Parquet writer.
-			data := fw.bld.Field(2).(binaryData).DataLen()
-			fw.bld.NewRecordBatch().Release()
-			fw.bld.Reserve(batchRows)
-			fw.bld.Field(2).(binaryData).ReserveData(data)
+		if bld.Field(0).Len() >= parquetx.BatchRows {
+			// As parquetx.Writer does, without the Parquet writer.
+			data := bld.Field(2).(binaryData).DataLen()
+			bld.NewRecordBatch().Release()
+			bld.Reserve(parquetx.BatchRows)
+			bld.Field(2).(binaryData).ReserveData(data)
 		}
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/mapping"
+	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
 // nullText marks a NULL in the rows writeFile writes.
@@ -50,7 +51,7 @@ func writeDataFile(t *testing.T, rel *decode.Relation, path string, n int, row f
 				t.Fatalf("row %d column %s: %v", r, rel.Columns[i].Name, err)
 			}
 		}
-		if err := fw.rowDone(); err != nil {
+		if err := fw.pw.RowDone(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -73,7 +74,7 @@ func readFile(t *testing.T, path string) arrow.RecordBatch {
 	}
 	t.Cleanup(func() { r.Close() })
 	var rec arrow.RecordBatch
-	err = eachBatch(context.Background(), r, nil, func(b arrow.RecordBatch) error {
+	err = parquetx.EachBatch(context.Background(), r, nil, nil, func(b arrow.RecordBatch) error {
 		if rec != nil {
 			return errors.New("more than one batch")
 		}
@@ -98,7 +99,7 @@ func TestWriteBatches(t *testing.T) {
 		{"", nullText, nullText, nullText, nullText, nullText, nullText},
 		{"", "{{5}}", `("a much longer street name than the others",,"{x,y,z,w}")`, "sad", `"k"=>"a longer value"`, "-3 days", `{"2 mons"}`},
 	}
-	const n = 3*batchRows + 5
+	const n = 3*parquetx.BatchRows + 5
 	rec := readFile(t, writeFile(t, nestedRelation(), n, func(r int) []string {
 		row := append([]string(nil), rows[r%len(rows)]...)
 		row[0] = strconv.Itoa(r)

@@ -11,6 +11,7 @@ import (
 	icego "github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
 // A speculated changelog file (see specLog) is one row group of at most
@@ -36,9 +37,7 @@ type deferredWriter struct {
 	schema *icego.Schema
 	spec   icego.PartitionSpec
 	props  icego.Properties
-	out    icebergio.FileWriter
-	cw     *countingWriter
-	pw     *parquetWriter
+	pw     *parquetx.ColumnWriter
 	late   []arrow.Field        // written at finish, in file order
 	bld    *array.RecordBuilder // the leading fields; nil once sealed
 	rows   int
@@ -66,14 +65,13 @@ func newDeferredWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	cw := newCountingWriter(out)
-	pw, err := newParquetWriter(arrow.NewSchema(append(slices.Clone(lead), tail...), nil), cw)
+	pw, err := parquetx.NewColumnWriter(arrow.NewSchema(append(slices.Clone(lead), tail...), nil), out, path)
 	if err != nil {
 		_ = out.Close()
-		return nil, nil, fmt.Errorf("parquet writer for %s: %w", path, err)
+		return nil, nil, err
 	}
 	return &deferredWriter{
-		fs: fs, path: path, schema: sc, spec: spec, props: props, out: out, cw: cw, pw: pw, late: tail,
+		fs: fs, path: path, schema: sc, spec: spec, props: props, pw: pw, late: tail,
 		bld: array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(lead, nil)),
 	}, pos, nil
 }
@@ -97,7 +95,7 @@ func builderSize(b array.Builder) int64 {
 		return n
 	}
 	n := 8 * int64(b.Len())
-	if d, ok := b.(binaryData); ok {
+	if d, ok := b.(interface{ DataLen() int }); ok { // strings and binaries
 		n += int64(d.DataLen())
 	}
 	return n
@@ -112,12 +110,12 @@ func (d *deferredWriter) seal() error {
 	defer rec.Release()
 	d.bld.Release()
 	d.bld = nil
-	if err := d.pw.NewRowGroupChecked(); err != nil {
-		return fmt.Errorf("write %s: %w", d.path, err)
+	if err := d.pw.NewRowGroup(); err != nil {
+		return err
 	}
 	for i, col := range rec.Columns() {
-		if err := d.pw.writeColumn(i, col); err != nil {
-			return fmt.Errorf("write %s: %w", d.path, err)
+		if err := d.pw.WriteColumn(i, col); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -128,16 +126,17 @@ func (d *deferredWriter) finish(late []arrow.Array) (icego.DataFile, error) {
 	if err := d.seal(); err != nil {
 		return nil, err
 	}
-	lead := len(d.pw.sc.Fields()) - len(late)
+	lead := d.pw.NumColumns() - len(late)
 	for i, a := range late {
-		if err := d.pw.writeColumn(lead+i, a); err != nil {
-			return nil, fmt.Errorf("write %s: %w", d.path, err)
+		if err := d.pw.WriteColumn(lead+i, a); err != nil {
+			return nil, err
 		}
 	}
-	if err := closeParquet(d.pw.Close, d.cw, d.out, d.path); err != nil {
+	md, size, err := d.pw.Close()
+	if err != nil {
 		return nil, err
 	}
-	return describeFile(d.pw.FileMetadata, d.path, d.cw.n, d.schema, d.spec, nil, icego.EntryContentData, d.props)
+	return describeFile(md, d.path, size, d.schema, d.spec, nil, icego.EntryContentData, d.props)
 }
 
 // abort abandons the file and deletes it: no commit has named it.
@@ -146,7 +145,7 @@ func (d *deferredWriter) abort() {
 		d.bld.Release()
 		d.bld = nil
 	}
-	_ = d.out.Close()
+	d.pw.Abort()
 	removeFile(d.fs, d.path)
 }
 
@@ -180,7 +179,7 @@ func (l *specLog) append(op decode.Op, xid uint32, seq int64, before, after deco
 	if err := l.c.appendTo(l.cur.bld.Field, &l.idx, op, txInfo{xid: xid}, seq, before, after, nil); err != nil {
 		return err
 	}
-	if l.cur.rows++; l.cur.rows%batchRows == 0 && (l.cur.rows >= specRowGroupRows || l.cur.size() >= specRowGroupBytes) {
+	if l.cur.rows++; l.cur.rows%parquetx.BatchRows == 0 && (l.cur.rows >= specRowGroupRows || l.cur.size() >= specRowGroupBytes) {
 		if err := l.cur.seal(); err != nil {
 			return err
 		}

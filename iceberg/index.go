@@ -6,10 +6,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	icego "github.com/apache/iceberg-go"
+	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
 // rebuildIndex reads the key columns and row positions of every live row
@@ -63,36 +62,17 @@ func (m *mirror) openParquet(path string) (*file.Reader, func(), error) {
 	return r, func() { _ = r.Close() }, nil
 }
 
-// columnsByFieldID finds the leaf columns with the given Iceberg field IDs.
-func columnsByFieldID(r *file.Reader, ids []int) ([]int, error) {
-	sc := r.MetaData().Schema
-	out := make([]int, len(ids))
-	for j, id := range ids {
-		out[j] = -1
-		for c := 0; c < sc.NumColumns(); c++ {
-			if int(sc.Column(c).SchemaNode().FieldID()) == id {
-				out[j] = c
-				break
-			}
-		}
-		if out[j] < 0 {
-			return nil, fmt.Errorf("no column with field id %d", id)
-		}
-	}
-	return out, nil
-}
-
 func (m *mirror) readDeletes(ctx context.Context, df icego.DataFile, deleted map[string]map[int64]bool) error {
 	r, done, err := m.openParquet(df.FilePath())
 	if err != nil {
 		return err
 	}
 	defer done()
-	cols, err := columnsByFieldID(r, []int{2147483546, 2147483545})
+	cols, err := parquetx.ColumnsByFieldID(r, []int{2147483546, 2147483545})
 	if err != nil {
 		return fmt.Errorf("delete file %s: %w", df.FilePath(), err)
 	}
-	return eachBatch(ctx, r, cols, func(rec arrow.RecordBatch) error {
+	return parquetx.EachBatch(ctx, r, cols, nil, func(rec arrow.RecordBatch) error {
 		paths := rec.Column(0).(*array.String)
 		pos := rec.Column(1).(*array.Int64)
 		for i := 0; i < int(rec.NumRows()); i++ {
@@ -115,9 +95,9 @@ func (m *mirror) readKeys(ctx context.Context, df icego.DataFile, id int32, keyI
 	}
 	defer done()
 	if m.rel.WholeRow {
-		keyIDs = presentFields(r, keyIDs)
+		keyIDs = parquetx.PresentFields(r, keyIDs)
 	}
-	cols, err := columnsByFieldID(r, keyIDs)
+	cols, err := parquetx.ColumnsByFieldID(r, keyIDs)
 	if err != nil {
 		return fmt.Errorf("data file %s: %w", df.FilePath(), err)
 	}
@@ -142,7 +122,7 @@ func (m *mirror) readKeys(ctx context.Context, df icego.DataFile, id int32, keyI
 	}
 	var pos int64
 	var b []byte
-	err = eachBatch(ctx, r, cols, func(rec arrow.RecordBatch) error {
+	err = parquetx.EachBatch(ctx, r, cols, nil, func(rec arrow.RecordBatch) error {
 		for i := 0; i < int(rec.NumRows()); i, pos = i+1, pos+1 {
 			if deleted[pos] {
 				continue
@@ -173,29 +153,4 @@ func (m *mirror) readKeys(ctx context.Context, df icego.DataFile, id int32, keyI
 		return twice(e)
 	}
 	return nil
-}
-
-// eachBatch reads the given leaf columns of every row group in order.
-func eachBatch(ctx context.Context, r *file.Reader, cols []int, fn func(arrow.RecordBatch) error) error {
-	return eachBatchIn(ctx, r, cols, nil, fn)
-}
-
-// eachBatchIn reads the given leaf columns of the given row groups (nil:
-// all) in order.
-func eachBatchIn(ctx context.Context, r *file.Reader, cols, rowGroups []int, fn func(arrow.RecordBatch) error) error {
-	fr, err := pqarrow.NewFileReader(r, pqarrow.ArrowReadProperties{BatchSize: 64 * 1024}, memory.DefaultAllocator)
-	if err != nil {
-		return err
-	}
-	rr, err := fr.GetRecordReader(ctx, cols, rowGroups)
-	if err != nil {
-		return err
-	}
-	defer rr.Release()
-	for rr.Next() {
-		if err := fn(rr.RecordBatch()); err != nil {
-			return err
-		}
-	}
-	return rr.Err()
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	icego "github.com/apache/iceberg-go"
 	"github.com/pg2iceberg/pg2iceberg/decode"
 )
@@ -149,12 +150,13 @@ func (m *mirror) newDataFile() (*fileWriter, error) {
 	return newFileWriter(m.fs, dataPath(m.tbl, ""), m.tbl.Schema(), m.tbl.Spec(), nil, icego.EntryContentData, m.tbl.Properties())
 }
 
-// appendRow writes a full row's values to fw's builders.
-func (m *mirror) appendRow(fw *fileWriter, row decode.Tuple) error {
+// appendRow writes a full row's values to the builders of a file's
+// top-level fields.
+func (m *mirror) appendRow(builder func(int) array.Builder, row decode.Tuple) error {
 	if m.bindErr != nil {
 		return m.bindErr
 	}
-	if i, err := appendTuple(fw.builder, m.colIdx, m.unbound, m.rel, row); err != nil {
+	if i, err := appendTuple(builder, m.colIdx, m.unbound, m.rel, row); err != nil {
 		return fmt.Errorf("%s: column %s, key %s: %w", m.name(), m.rel.Columns[i].Name, m.keyText(row), err)
 	}
 	return nil
@@ -193,14 +195,14 @@ func (m *mirror) insert(b *batch, idx rowIndex, row decode.Tuple, k string) erro
 		b.pendingID = int32(len(m.files))
 		m.files = append(m.files, fw.path)
 	}
-	if err := m.appendRow(b.pending, row); err != nil {
+	if err := m.appendRow(b.pending.builder, row); err != nil {
 		return err
 	}
 	if !m.rel.WholeRow { // where rows repeat, an insert adds one
 		m.deleteKey(b, idx, k) // an insert over a live key replaces it (replays, copy overlap)
 	}
-	idx.set(k, loc{file: b.pendingID, pos: b.pending.rows})
-	return b.pending.rowDone()
+	idx.set(k, loc{file: b.pendingID, pos: b.pending.rows()})
+	return b.pending.pw.RowDone()
 }
 
 // keyText renders a row's key for error messages.

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
 // Unchanged TOAST values: an UPDATE that does not touch a large value does
@@ -137,13 +138,13 @@ func (m *mirror) readBack(k string, cols []int) ([][]byte, error) {
 	if rg < 0 {
 		return nil, fmt.Errorf("position %d is beyond %s", l.pos, path)
 	}
-	leaves, err := columnsByFieldID(r, ids)
+	leaves, err := parquetx.ColumnsByFieldID(r, ids)
 	if err != nil {
 		return nil, err
 	}
 	out := make([][]byte, len(cols))
 	found := false
-	err = eachBatchIn(context.Background(), r, leaves, []int{rg}, func(rec arrow.RecordBatch) error {
+	err = parquetx.EachBatch(context.Background(), r, leaves, []int{rg}, func(rec arrow.RecordBatch) error {
 		if found || l.pos >= start+rec.NumRows() {
 			start += rec.NumRows()
 			return nil

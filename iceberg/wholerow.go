@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/parquet/file"
 )
 
 // A mirror kept by the whole row (decode.Relation.WholeRow: REPLICA
@@ -32,22 +31,6 @@ const rowKeyLen = 15
 func sealRowKey(b []byte, start int) []byte {
 	sum := sha256.Sum256(b[start:])
 	return append(b[:start], sum[:rowKeyLen]...)
-}
-
-// presentFields returns the fields of ids that the Parquet file has: a
-// column added since the file was written is NULL in all its rows.
-func presentFields(r *file.Reader, ids []int) []int {
-	sc := r.MetaData().Schema
-	var out []int
-	for _, id := range ids {
-		for c := 0; c < sc.NumColumns(); c++ {
-			if int(sc.Column(c).SchemaNode().FieldID()) == id {
-				out = append(out, id)
-				break
-			}
-		}
-	}
-	return out
 }
 
 // appendRecordKey appends the key of row i of rec, whose columns hold the

@@ -1,4 +1,4 @@
-package iceberg
+package parquetx
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -19,7 +20,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	icego "github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -138,34 +138,33 @@ func TestNestedPlainInt32(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, out func(*countingWriter) parquetOut) (icego.DataFile, []byte) {
 		path := filepath.Join(dir, name)
-		f, err := icebergio.LocalFS{}.Create(path)
+		f, err := os.Create(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cw := newCountingWriter(f)
-		o := out(cw)
+		of := newOutput(f, path)
+		o := out(of.cw)
 		for _, r := range recs {
 			if err := o.write(r); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := closeParquet(o.close, cw, f, path); err != nil {
-			t.Fatal(err)
-		}
-		df, err := describeFile(o.metadata, path, cw.n, sc, *icego.UnpartitionedSpec, nil, icego.EntryContentData, nil)
+		md, size, err := of.finish(o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := icebergio.LocalFS{}.Open(path)
+		df, err := table.DataFileFromMetadata(table.DataFileArgs{
+			Schema: sc, Spec: *icego.UnpartitionedSpec, Format: icego.ParquetFile, Metadata: md,
+			FilePath: path, FileSize: size, Content: icego.EntryContentData, FormatVersion: 2,
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer b.Close()
-		var buf bytes.Buffer
-		if _, err := buf.ReadFrom(b); err != nil {
+		b, err := os.ReadFile(path)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return df, buf.Bytes()
+		return df, b
 	}
 	refDF, ref := write("pqarrow.parquet", func(cw *countingWriter) parquetOut { return &arrowOut{pw: annotatingWriter(t, asc, cw)} })
 	df, got := write("bridge.parquet", func(cw *countingWriter) parquetOut {
@@ -288,11 +287,11 @@ func sameRows(t *testing.T, path string, recs []arrow.RecordBatch) {
 	}
 }
 
-// TestDeferredPlainInt32: a deferred file (a changelog file written ahead
-// of its commit) of nested columns has plain INT32 too, and reads back.
-func TestDeferredPlainInt32(t *testing.T) {
-	sc := nestedIntSchema()
-	asc, err := table.SchemaToArrowSchema(sc, nil, true, false)
+// TestColumnWriterPlainInt32: a file written column by column (a
+// changelog file written ahead of its commit) of nested columns, in
+// another order than the table's, has plain INT32 too, and reads back.
+func TestColumnWriterPlainInt32(t *testing.T) {
+	asc, err := table.SchemaToArrowSchema(nestedIntSchema(), nil, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,46 +300,7 @@ func TestDeferredPlainInt32(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rec.Release()
-	path := filepath.Join(t.TempDir(), "deferred.parquet")
-	// n and rec come last, at finish.
-	d, pos, err := newDeferredWriter(icebergio.LocalFS{}, path, sc, *icego.UnpartitionedSpec, nil, []string{"n", "rec"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, p := range pos {
-		if p < 0 {
-			continue
-		}
-		j, err := rec.Column(i).MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := d.bld.Field(p).UnmarshalJSON(j); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d.rows = int(rec.NumRows())
-	df, err := d.finish([]arrow.Array{rec.Column(1), rec.Column(4)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if df.Count() != rec.NumRows() {
-		t.Errorf("deferred file has %d rows, want %d", df.Count(), rec.NumRows())
-	}
-	b, err := icebergio.LocalFS{}.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(b); err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-	if n := plainInt32Columns(t, buf.Bytes()); n != 8 {
-		t.Errorf("%d plain INT32 columns, want 8 (every int field)", n)
-	}
-	// The file's columns are in the writer's order: id, tags, grid, m,
-	// ms, then n, rec.
+	// n and rec last, as a changelog file's late columns.
 	var cols []arrow.Array
 	var fields []arrow.Field
 	for _, i := range []int{0, 2, 3, 5, 6, 1, 4} {
@@ -348,6 +308,40 @@ func TestDeferredPlainInt32(t *testing.T) {
 	}
 	reordered := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
 	defer reordered.Release()
+	path := filepath.Join(t.TempDir(), "columns.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewColumnWriter(reordered.Schema(), f, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.NewRowGroup(); err != nil {
+		t.Fatal(err)
+	}
+	if w.NumColumns() != len(cols) {
+		t.Fatalf("%d columns, want %d", w.NumColumns(), len(cols))
+	}
+	for i, c := range cols {
+		if err := w.WriteColumn(i, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md, _, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md.NumRows != rec.NumRows() {
+		t.Errorf("file has %d rows, want %d", md.NumRows, rec.NumRows())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := plainInt32Columns(t, b); n != 8 {
+		t.Errorf("%d plain INT32 columns, want 8 (every int field)", n)
+	}
 	sameRows(t, path, []arrow.RecordBatch{reordered})
 }
 
@@ -355,11 +349,14 @@ func TestDeferredPlainInt32(t *testing.T) {
 // through the bridge's writer ("plain": re-typed to plainInt32 per batch)
 // and through pqarrow as it is ("annotated"), into nothing.
 func BenchmarkNestedWrite(b *testing.B) {
+	if err := UseFastZstd(); err != nil {
+		b.Fatal(err)
+	}
 	asc, err := table.SchemaToArrowSchema(nestedIntSchema(), nil, true, false)
 	if err != nil {
 		b.Fatal(err)
 	}
-	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, asc, strings.NewReader(nestedIntRows(0, batchRows)))
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, asc, strings.NewReader(nestedIntRows(0, BatchRows)))
 	if err != nil {
 		b.Fatal(err)
 	}

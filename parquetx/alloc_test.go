@@ -1,15 +1,19 @@
-package iceberg
+package parquetx
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/pg2iceberg/pg2iceberg/decode"
-	"github.com/pg2iceberg/pg2iceberg/mapping"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // TestBufferPool checks what Arrow expects of an allocator: zeroed,
@@ -80,29 +84,46 @@ func TestBufferPoolFiles(t *testing.T) {
 	pool := dataAlloc.(*bufferPool)
 	pool.poison = true
 	t.Cleanup(func() { pool.poison = false })
-	int8t, text, int4 := mapping.Builtin(mapping.OIDInt8, -1), mapping.Builtin(mapping.OIDText, -1), mapping.Builtin(mapping.OIDInt4, -1)
-	rel := &decode.Relation{ID: 1, Schema: "public", Name: "t", ReplicaIdentity: 'd', Columns: []decode.Column{
-		{Name: "id", TypeOID: int8t.OID, TypeMod: -1, TypeName: "bigint", Type: int8t, Key: true},
-		{Name: "s", TypeOID: text.OID, TypeMod: -1, TypeName: "text", Type: text},
-		{Name: "n", TypeOID: int4.OID, TypeMod: -1, TypeName: "integer", Type: int4},
-	}}
+	asc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+	}, nil)
 	value := func(w, r int) string {
-		return fmt.Sprintf("%d:%d:", w, r) + strings.Repeat("x", (r/batchRows*37+r)%300)
+		return fmt.Sprintf("%d:%d:", w, r) + strings.Repeat("x", (r/BatchRows*37+r)%300)
 	}
-	const n = 6*batchRows + 11
+	const n = 6*BatchRows + 11
 	for w := range 4 {
 		t.Run(strconv.Itoa(w), func(t *testing.T) {
 			t.Parallel()
-			path := writeFile(t, rel, n, func(r int) []string {
-				s, num := value(w, r), strconv.Itoa(r*w)
+			path := filepath.Join(t.TempDir(), "data.parquet")
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pw, err := NewWriter(asc, f, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := range n {
+				pw.Builder(0).(*array.Int64Builder).Append(int64(r))
 				if r%9 == 0 {
-					s = nullText
+					pw.Builder(1).AppendNull()
+				} else {
+					pw.Builder(1).(*array.StringBuilder).Append(value(w, r))
 				}
 				if r%4 == 0 {
-					num = nullText
+					pw.Builder(2).AppendNull()
+				} else {
+					pw.Builder(2).(*array.Int32Builder).Append(int32(r * w))
 				}
-				return []string{strconv.Itoa(r), s, num}
-			})
+				if err := pw.RowDone(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, _, err := pw.Close(); err != nil {
+				t.Fatal(err)
+			}
 			rec := readFile(t, path)
 			if rec.NumRows() != n {
 				t.Fatalf("%d rows, want %d", rec.NumRows(), n)
@@ -125,4 +146,28 @@ func TestBufferPoolFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readFile reads a Parquet file of one row group back.
+func readFile(t *testing.T, path string) arrow.RecordBatch {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tbl, err := pqarrow.ReadTable(context.Background(), f, nil, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	defer tbl.Release()
+	tr := array.NewTableReader(tbl, tbl.NumRows())
+	defer tr.Release()
+	if !tr.Next() {
+		t.Fatalf("read %s: no rows", path)
+	}
+	rec := tr.RecordBatch()
+	rec.Retain()
+	t.Cleanup(rec.Release)
+	return rec
 }

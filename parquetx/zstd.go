@@ -1,4 +1,4 @@
-package iceberg
+package parquetx
 
 import (
 	"fmt"
@@ -9,22 +9,31 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// zstdCodec is the Parquet zstd codec of every file the bridge writes:
-// arrow-go's, except that its frames carry no content checksum. zstd's
-// reference library writes none by default (nor does parquet-java), and
-// a Parquet page is covered by its own optional CRC; klauspost's encoder,
-// which arrow-go uses, adds an xxhash of every page by default, 3-4% of
-// a copy's CPU. Decoding is arrow-go's codec, unchanged.
+// zstdCodec is the Parquet zstd codec of every file the bridge writes,
+// once UseFastZstd has registered it: arrow-go's, except that its frames
+// carry no content checksum. zstd's reference library writes none by
+// default (nor does parquet-java), and a Parquet page is covered by its
+// own optional CRC; klauspost's encoder, which arrow-go uses, adds an
+// xxhash of every page by default, 3-4% of a copy's CPU. Decoding is
+// arrow-go's codec, unchanged.
 type zstdCodec struct {
 	orig compress.Codec
 }
 
-func init() {
+// UseFastZstd makes zstdCodec arrow-go's zstd codec, for the whole
+// process: every Parquet file written from then on, by the bridge or by a
+// library (iceberg-go), compresses its pages with it. main calls it once
+// at start, before any file is written; it is not safe to call while
+// files are being written. Calling it again does nothing.
+func UseFastZstd() error {
 	orig, err := compress.GetCodec(compress.Codecs.Zstd)
 	if err != nil {
-		panic(fmt.Sprintf("arrow-go has no zstd codec: %v", err))
+		return fmt.Errorf("arrow-go has no zstd codec: %w", err)
 	}
-	compress.RegisterCodec(compress.Codecs.Zstd, zstdCodec{orig: orig})
+	if _, ok := orig.(zstdCodec); !ok {
+		compress.RegisterCodec(compress.Codecs.Zstd, zstdCodec{orig: orig})
+	}
+	return nil
 }
 
 // zstdEncoders pools encoders by level (as arrow-go does).

@@ -1,4 +1,4 @@
-package iceberg
+package parquetx
 
 import (
 	"bytes"
@@ -8,15 +8,30 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 )
 
-// TestZstdCodec: Parquet pages are compressed by zstdCodec, in frames
-// without a content checksum that decode to what went in.
+// TestZstdCodec: loading the package leaves arrow-go's codec alone; after
+// UseFastZstd (twice: the second call changes nothing) Parquet pages are
+// compressed by zstdCodec, in frames without a content checksum that
+// decode to what went in.
 func TestZstdCodec(t *testing.T) {
 	codec, err := compress.GetCodec(compress.Codecs.Zstd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := codec.(zstdCodec); !ok {
+	if _, ok := codec.(zstdCodec); ok {
+		t.Fatal("the zstd codec is zstdCodec before UseFastZstd: set at package load")
+	}
+	for range 2 {
+		if err := UseFastZstd(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if codec, err = compress.GetCodec(compress.Codecs.Zstd); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := codec.(zstdCodec); !ok {
 		t.Fatalf("the zstd codec is %T, not zstdCodec", codec)
+	} else if _, wrapped := c.orig.(zstdCodec); wrapped {
+		t.Fatal("a second UseFastZstd wrapped zstdCodec in itself")
 	}
 	var page []byte
 	for i := range 100_000 {

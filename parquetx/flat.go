@@ -1,4 +1,4 @@
-package iceberg
+package parquetx
 
 import (
 	"encoding/binary"
@@ -15,7 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
-// parquetOut is the Parquet side of a fileWriter: batches of rows in, row
+// parquetOut is the Parquet side of a Writer: batches of rows in, row
 // groups of rowGroupRows rows or rowGroupTarget bytes out.
 type parquetOut interface {
 	write(rec arrow.RecordBatch) error
