@@ -34,7 +34,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binPath = filepath.Join(dir, "pg2iceberg")
-	build := exec.Command("go", "build", "-o", binPath, "..")
+	// failpoints: the crash tests set PG2ICEBERG_TEST_CRASH (see
+	// iceberg/crash_failpoints.go), which only such a build reads.
+	build := exec.Command("go", "build", "-tags", "failpoints", "-o", binPath, "..")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build pg2iceberg:", err)
