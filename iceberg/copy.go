@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/iceberg/keyindex"
 	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
@@ -113,16 +114,16 @@ func (s *Sink) BeginCopy(ctx context.Context, rel *decode.Relation, attnums map[
 		if p, ok := readCopyProgress(m.tbl); ok && !aligned && resumeFrom != 0 && p.LSN >= resumeFrom && len(p.Done) > 0 && !m.rel.WholeRow {
 			run.progress, run.upsert = p, true
 			s.log.Info("copy resumed: chunks committed before the restart are kept", "table", m.name(),
-				"chunks_done", len(p.Done), "rows", m.index.len(), "first_copied_at", p.LSN)
-			return CopyResume{Done: p.Done, Rows: int64(m.index.len())}, nil
+				"chunks_done", len(p.Done), "rows", m.index.Len(), "first_copied_at", p.LSN)
+			return CopyResume{Done: p.Done, Rows: int64(m.index.Len())}, nil
 		}
 	}
-	if m.index.len() > 0 {
-		s.log.Warn("mirror already holds rows: the new copy replaces them", "table", m.name(), "rows", m.index.len())
+	if m.index.Len() > 0 {
+		s.log.Warn("mirror already holds rows: the new copy replaces them", "table", m.name(), "rows", m.index.Len())
 		m.truncate()
 	}
-	if len(m.keyType) == 1 && isEightByteKey(m.keyType[0]) && !m.rel.WholeRow {
-		m.index.reserveInts(int(sizeHint))
+	if len(m.keyType) == 1 && keyindex.IsEightByte(m.keyType[0]) && !m.rel.WholeRow {
+		m.index.ReserveInts(int(sizeHint))
 	}
 	return CopyResume{}, nil
 }
@@ -177,7 +178,7 @@ func CopyLSNOf(tbl *table.Table) (decode.LSN, bool) {
 type CopyWriter struct {
 	m      *mirror // read only while copying
 	fw     *fileWriter
-	keys   copiedKeys // key of the row at each position of fw
+	keys   keyindex.Keys // key of the row at each position of fw
 	closed []copiedFile
 }
 
@@ -185,25 +186,7 @@ type CopyWriter struct {
 type copiedFile struct {
 	path string
 	df   icego.DataFile
-	keys copiedKeys
-}
-
-// copiedKeys are the keys of a data file's rows in order, in one buffer:
-// no allocation and nothing for the garbage collector to scan per key.
-type copiedKeys struct {
-	buf  []byte
-	ends []uint32 // end of each key in buf
-}
-
-func (c *copiedKeys) len() int { return len(c.ends) }
-
-// key returns the key of row i, valid until the next append.
-func (c *copiedKeys) key(i int) []byte {
-	from := uint32(0)
-	if i > 0 {
-		from = c.ends[i-1]
-	}
-	return c.buf[from:c.ends[i]]
+	keys keyindex.Keys
 }
 
 // NewCopyWriter returns a writer for a worker copying rows of relID, or nil
@@ -227,28 +210,24 @@ func (w *CopyWriter) Row(row decode.Tuple) error {
 	if w == nil {
 		return nil
 	}
-	from := len(w.keys.buf)
-	b, err := w.m.appendKey(w.keys.buf, row)
+	b, err := w.m.appendKey(w.keys.Tail(), row)
 	if err != nil {
 		return err
 	}
 	if w.fw == nil {
 		if w.fw, err = w.m.newDataFile(); err != nil {
-			w.keys.buf = b[:from]
 			return err
 		}
 	}
 	if err := w.m.appendRow(w.fw.builder, row); err != nil {
-		w.keys.buf = b[:from]
 		return err
 	}
-	w.keys.buf = b
-	w.keys.ends = append(w.keys.ends, uint32(len(b)))
+	w.keys.Push(b)
 	if err := w.fw.pw.RowDone(); err != nil {
 		return err
 	}
 	// The file's size changes only when a batch is written.
-	if w.fw.rows()%parquetx.BatchRows == 0 && w.fw.bytes() >= copyFileTarget || len(w.keys.buf) >= copyKeysTarget {
+	if w.fw.rows()%parquetx.BatchRows == 0 && w.fw.bytes() >= copyFileTarget || w.keys.Size() >= copyKeysTarget {
 		return w.closeFile()
 	}
 	return nil
@@ -264,7 +243,7 @@ func (w *CopyWriter) closeFile() error {
 		return err
 	}
 	w.closed = append(w.closed, copiedFile{path: w.fw.path, df: df, keys: w.keys})
-	w.fw, w.keys = nil, copiedKeys{}
+	w.fw, w.keys = nil, keyindex.Keys{}
 	return nil
 }
 
@@ -274,24 +253,22 @@ func (w *CopyWriter) closeFile() error {
 func (w *CopyWriter) take(upsert bool) (int, error) {
 	m, rows := w.m, 0
 	for _, f := range w.closed {
-		id := int32(len(m.files))
-		m.files = append(m.files, f.path)
+		id := m.index.AddFile(f.path)
 		m.closed = append(m.closed, f.df)
 		if upsert {
-			for pos := range f.keys.len() {
-				k := f.keys.key(pos)
+			for pos := range f.keys.Len() {
+				k := f.keys.Key(pos)
 				m.deleteKey(&m.batch, m.index, string(k))
-				m.index.add(k, loc{file: id, pos: int64(pos)})
+				m.index.Add(k, keyindex.Loc{File: id, Pos: int64(pos)})
 			}
-		} else if k, ok := m.index.addAll(&f.keys, id); !ok {
+		} else if k, ok := m.index.AddAll(&f.keys, id); !ok {
 			return rows, fmt.Errorf("%s: key %q copied twice", m.name(), k)
 		}
-		rows += f.keys.len()
+		rows += f.keys.Len()
 	}
-	if n := len(w.closed); n > 0 && w.fw == nil && w.keys.len() == 0 {
+	if n := len(w.closed); n > 0 && w.fw == nil && w.keys.Len() == 0 {
 		// The next file's keys reuse the buffers of the last one.
-		last := w.closed[n-1].keys
-		w.keys = copiedKeys{buf: last.buf[:0], ends: last.ends[:0]}
+		w.keys = w.closed[n-1].keys.Recycle()
 	}
 	m.changes += rows
 	w.closed = nil
@@ -359,7 +336,7 @@ func (w *CopyWriter) abort() {
 	for _, f := range w.closed {
 		removeFile(w.m.fs, f.path)
 	}
-	w.closed, w.keys = nil, copiedKeys{}
+	w.closed, w.keys = nil, keyindex.Keys{}
 }
 
 // FinishCopy commits a table's copied rows not committed yet and marks the

@@ -5,14 +5,15 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/pg2iceberg/pg2iceberg/iceberg/keyindex"
 )
 
 // copied returns the keys of a copied file's rows.
-func copied(keys ...string) copiedKeys {
-	var c copiedKeys
+func copied(keys ...string) keyindex.Keys {
+	var c keyindex.Keys
 	for _, k := range keys {
-		c.buf = append(c.buf, k...)
-		c.ends = append(c.ends, uint32(len(c.buf)))
+		c.Push(append(c.Tail(), k...))
 	}
 	return c
 }
@@ -24,7 +25,7 @@ func TestCopyWriterTake(t *testing.T) {
 	one, two := "\x08\x00\x00\x00\x00\x00\x00\x00\x01", "\x08\x00\x00\x00\x00\x00\x00\x00\x02"
 	text, long := "\x03abc", "\x20"+strings.Repeat("k", 32)
 	newMirror := func() *mirror {
-		return &mirror{icebergTable: &icebergTable{ident: table.Identifier{"db", "t"}}, index: newKeyIndex()}
+		return &mirror{icebergTable: &icebergTable{ident: table.Identifier{"db", "t"}}, index: keyindex.New()}
 	}
 	m := newMirror()
 	w := &CopyWriter{m: m, closed: []copiedFile{{path: "a", keys: copied(one, text)}, {path: "b", keys: copied(long, two)}}}
@@ -32,16 +33,16 @@ func TestCopyWriterTake(t *testing.T) {
 	if err != nil || rows != 4 {
 		t.Fatalf("take = %d, %v, want 4 rows", rows, err)
 	}
-	for k, want := range map[string]loc{one: {0, 0}, text: {0, 1}, long: {1, 0}, two: {1, 1}} {
-		if l, ok := m.index.get(k); !ok || l != want {
+	for k, want := range map[string]keyindex.Loc{one: {File: 0, Pos: 0}, text: {File: 0, Pos: 1}, long: {File: 1, Pos: 0}, two: {File: 1, Pos: 1}} {
+		if l, ok := m.index.Get(k); !ok || l != want {
 			t.Errorf("index of %q = %v, %t, want %v", k, l, ok, want)
 		}
 	}
-	if len(m.files) != 2 || m.files[1] != "b" || len(m.closed) != 2 {
-		t.Errorf("mirror files %v, %d closed, want [a b], 2", m.files, len(m.closed))
+	if files := m.index.Files(); len(files) != 2 || files[1] != "b" || len(m.closed) != 2 {
+		t.Errorf("mirror files %v, %d closed, want [a b], 2", files, len(m.closed))
 	}
-	if w.keys.len() != 0 || len(w.closed) != 0 {
-		t.Errorf("writer keeps %d keys, %d files after take", w.keys.len(), len(w.closed))
+	if w.keys.Len() != 0 || len(w.closed) != 0 {
+		t.Errorf("writer keeps %d keys, %d files after take", w.keys.Len(), len(w.closed))
 	}
 
 	for _, k := range []string{one, text, long} {
@@ -64,13 +65,13 @@ func TestCopyWriterTake(t *testing.T) {
 	if rows, err := w.take(true); err != nil || rows != 2 {
 		t.Fatalf("upsert take = %d, %v, want 2 rows", rows, err)
 	}
-	if l, _ := m.index.get(text); l != (loc{1, 0}) {
+	if l, _ := m.index.Get(text); l != (keyindex.Loc{File: 1, Pos: 0}) {
 		t.Errorf("upserted key at %v, want file 1 position 0", l)
 	}
 	if len(m.deletes) != 1 || m.deletes[0] != (posDelete{path: "a", pos: 1}) {
 		t.Errorf("upsert deletes %v, want a position 1", m.deletes)
 	}
-	if m.index.len() != 3 {
-		t.Errorf("index holds %d keys after upsert, want 3", m.index.len())
+	if m.index.Len() != 3 {
+		t.Errorf("index holds %d keys after upsert, want 3", m.index.Len())
 	}
 }

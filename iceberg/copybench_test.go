@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/iceberg/keyindex"
 	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
@@ -56,18 +57,17 @@ func BenchmarkCopyToParquet(b *testing.B) {
 			b.Fatal(err)
 		}
 		fw := &fileWriter{path: "discard", pw: pw}
-		w.keys.buf, w.keys.ends = w.keys.buf[:0], w.keys.ends[:0]
+		w.keys = w.keys.Recycle()
 		var p decode.CopyBinaryParser
 		err = p.Feed(bin, 4, func(tup decode.Tuple) error {
-			kb, err := m.appendKey(w.keys.buf, tup)
+			kb, err := m.appendKey(w.keys.Tail(), tup)
 			if err != nil {
 				return err
 			}
 			if err := m.appendRow(fw.builder, tup); err != nil {
 				return err
 			}
-			w.keys.buf = kb
-			w.keys.ends = append(w.keys.ends, uint32(len(kb)))
+			w.keys.Push(kb)
 			return fw.pw.RowDone()
 		})
 		if err != nil {
@@ -76,8 +76,8 @@ func BenchmarkCopyToParquet(b *testing.B) {
 		if _, size, err = pw.Close(); err != nil {
 			b.Fatal(err)
 		}
-		x := newKeyIndex()
-		if _, ok := x.addAll(&w.keys, 0); !ok {
+		x := keyindex.New()
+		if _, ok := x.AddAll(&w.keys, 0); !ok {
 			b.Fatal("duplicate key")
 		}
 	}

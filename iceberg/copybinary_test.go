@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/iceberg/keyindex"
 	"github.com/pg2iceberg/pg2iceberg/mapping"
 	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
@@ -96,7 +97,7 @@ func valueBytes(t testing.TB, b array.Builder) string {
 	if arr.IsNull(0) {
 		return "NULL"
 	}
-	k, err := appendKeyFromArray(nil, arr, 0)
+	k, err := keyindex.AppendArray(nil, arr, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +155,8 @@ func TestBinaryValuesEqualText(t *testing.T) {
 					}
 				}
 				if isKeyType(dt) {
-					tk, terr := appendKeyFromText(nil, dt, td.Data)
-					bk, berr := appendKeyFromBinary(nil, dt, c.TypeOID, bd.Data)
+					tk, terr := keyindex.AppendText(nil, dt, td.Data)
+					bk, berr := keyindex.AppendBinary(nil, dt, c.TypeOID, bd.Data)
 					if (terr == nil) != (berr == nil) || !bytes.Equal(tk, bk) {
 						t.Errorf("%s: key from text %x, %v; from binary %x, %v", name, tk, terr, bk, berr)
 					}
@@ -170,10 +171,10 @@ func TestBinaryValuesEqualText(t *testing.T) {
 	}
 }
 
-// isKeyType says whether appendKeyFromText encodes dt (every type of the
+// isKeyType says whether keyindex.AppendText encodes dt (every type of the
 // captured table but NaN-free decimals; all are).
 func isKeyType(dt arrow.DataType) bool {
-	_, err := appendKeyFromText(nil, dt, []byte("0"))
+	_, err := keyindex.AppendText(nil, dt, []byte("0"))
 	return err == nil || !strings.Contains(err.Error(), "cannot be part of a key")
 }
 
@@ -257,7 +258,7 @@ func recordKeys(t testing.TB, arr arrow.Array) []string {
 			out = append(out, "NULL")
 			continue
 		}
-		k, err := appendKeyFromArray(nil, arr, i)
+		k, err := keyindex.AppendArray(nil, arr, i)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,19 +3,20 @@ package iceberg
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	icego "github.com/apache/iceberg-go"
+	"github.com/pg2iceberg/pg2iceberg/iceberg/keyindex"
 	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
 // rebuildIndex reads the key columns and row positions of every live row
 // from the table's current snapshot: data files minus position deletes.
 func (m *mirror) rebuildIndex(ctx context.Context) error {
-	m.index.clear()
-	m.files = m.files[:0]
+	m.index.Clear()
 	if m.tbl.CurrentSnapshot() == nil {
 		return nil
 	}
@@ -40,9 +41,7 @@ func (m *mirror) rebuildIndex(ctx context.Context) error {
 		}
 	}
 	for _, task := range tasks {
-		id := int32(len(m.files))
-		m.files = append(m.files, task.File.FilePath())
-		if err := m.readKeys(ctx, task.File, id, m.keyIDs, deleted[task.File.FilePath()]); err != nil {
+		if err := m.readKeys(ctx, task.File, m.keyIDs, deleted[task.File.FilePath()]); err != nil {
 			return err
 		}
 	}
@@ -88,69 +87,76 @@ func (m *mirror) readDeletes(ctx context.Context, df icego.DataFile, deleted map
 	})
 }
 
-func (m *mirror) readKeys(ctx context.Context, df icego.DataFile, id int32, keyIDs []int, deleted map[int64]bool) error {
+// readKeys adds the live rows of data file df to the key index (see
+// keyindex.Index.ReadFile).
+func (m *mirror) readKeys(ctx context.Context, df icego.DataFile, keyIDs []int, deleted map[int64]bool) error {
 	r, done, err := m.openParquet(df.FilePath())
 	if err != nil {
 		return err
 	}
 	defer done()
-	if m.rel.WholeRow {
-		keyIDs = parquetx.PresentFields(r, keyIDs)
+	if err := m.index.ReadFile(ctx, r, df.FilePath(), keyIDs, m.rel.WholeRow, deleted); err != nil {
+		return fmt.Errorf("%s: %w", m.name(), err)
 	}
-	cols, err := parquetx.ColumnsByFieldID(r, keyIDs)
-	if err != nil {
-		return fmt.Errorf("data file %s: %w", df.FilePath(), err)
-	}
-	// Keys of one 8-byte value go in by batches, so a file's serial keys
-	// become runs (see intTable) as in a copy.
-	ints := intBatch{t: m.index.ints}
-	// twice names both rows of a key met again: this one, and the other the
-	// index holds (in a run or a slot: a failed batch may have overwritten
-	// the slot, never a run).
-	twice := func(e intSlot) error {
-		at := fmt.Sprintf("%s row %d", df.FilePath(), unpackLoc(e.val).pos)
-		other, ok := uint64(0), false
-		if r := m.index.ints.run(e.key); r != nil {
-			other, ok = r.val+(e.key-r.key), true
-		} else if v, found := m.index.ints.get(e.key); found {
-			other, ok = v, true
-		}
-		if p := unpackLoc(other); ok && other != e.val && int(p.file) < len(m.files) {
-			at = fmt.Sprintf("%s row %d and %s", m.files[p.file], p.pos, at)
-		}
-		return fmt.Errorf("%s: key appears live twice (%s): the table was changed by another writer", m.name(), at)
-	}
-	var pos int64
-	var b []byte
-	err = parquetx.EachBatch(ctx, r, cols, nil, func(rec arrow.RecordBatch) error {
-		for i := 0; i < int(rec.NumRows()); i, pos = i+1, pos+1 {
-			if deleted[pos] {
-				continue
-			}
-			var err error
-			if b, err = m.appendRecordKey(b[:0], rec, keyIDs, i); err != nil {
-				return fmt.Errorf("data file %s row %d: %w", df.FilePath(), pos, err)
-			}
-			l := loc{file: id, pos: pos}
-			if v, ok := intKey(b); ok {
-				if e, ok := ints.add(v, packLoc(l)); !ok {
-					return twice(e)
-				}
-				continue
-			}
-			k := string(b)
-			if prev, dup := m.index.get(k); dup && !m.rel.WholeRow {
-				return fmt.Errorf("%s: key appears live twice (%s row %d and %s row %d): the table was changed by another writer", m.name(), m.files[prev.file], prev.pos, df.FilePath(), pos)
-			}
-			m.index.set(k, l)
-		}
+	return nil
+}
+
+// The key index is persisted beside the table's metadata (see
+// keyindex.FileName), stamped with what it depends on (keyindex.Stamp).
+
+func (m *mirror) indexPath() string { return m.tbl.Location() + keyindex.FileName }
+
+// indexStamp is the stamp of the key index of the table's current state;
+// nil when the table has no snapshot.
+func (m *mirror) indexStamp() []byte {
+	snap := m.tbl.CurrentSnapshot()
+	if snap == nil {
 		return nil
-	})
+	}
+	meta := m.tbl.Metadata()
+	return keyindex.Stamp(meta.TableUUID(), snap.SnapshotID, meta.CurrentSchema().ID, m.keyIDs, m.rel.WholeRow)
+}
+
+// saveIndex writes the index for the current snapshot. Call it only when
+// nothing is pending.
+func (m *mirror) saveIndex() error {
+	stamp := m.indexStamp()
+	if stamp == nil || m.pending != nil || len(m.deletes) > 0 {
+		return nil
+	}
+	f, err := m.fs.Create(m.indexPath())
+	if err != nil {
+		return fmt.Errorf("save key index of %s: %w", m.name(), err)
+	}
+	if err := m.index.Write(f, stamp); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("save key index of %s: %w", m.name(), err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("save key index of %s: %w", m.name(), err)
+	}
+	return nil
+}
+
+// loadIndex reads a persisted index for the table's current state.
+func (m *mirror) loadIndex() error {
+	stamp := m.indexStamp()
+	if stamp == nil {
+		return keyindex.ErrStale
+	}
+	f, err := m.fs.Open(m.indexPath())
 	if err != nil {
 		return err
 	}
-	if e, ok := ints.flush(); !ok {
-		return twice(e)
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return err
 	}
+	index, err := keyindex.Read(data, stamp, m.rel.WholeRow)
+	if err != nil {
+		return err
+	}
+	m.index = index
 	return nil
 }

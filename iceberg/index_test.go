@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/iceberg/keyindex"
 	"github.com/pg2iceberg/pg2iceberg/mapping"
 )
 
@@ -44,13 +45,11 @@ func TestReadKeysNamesBothRows(t *testing.T) {
 			{"across files", [][]int{serial, {500, 150}}, []string{"a.parquet row 149", "b.parquet row 1"}},
 			{"in one file", [][]int{{7, 8, 9, 8}}, []string{"a.parquet row 1", "a.parquet row 3"}},
 		} {
-			m := &mirror{icebergTable: &icebergTable{ident: table.Identifier{"public", "t"}, fs: icebergio.LocalFS{}}, rel: rel, index: newKeyIndex()}
+			m := &mirror{icebergTable: &icebergTable{ident: table.Identifier{"public", "t"}, fs: icebergio.LocalFS{}}, rel: rel, index: keyindex.New()}
 			var err error
 			for i, keys := range tc.files {
 				df := write(string(rune('a'+i))+".parquet", keys...)
-				id := int32(len(m.files))
-				m.files = append(m.files, df.FilePath())
-				if err = m.readKeys(context.Background(), df, id, []int{1}, nil); err != nil {
+				if err = m.readKeys(context.Background(), df, []int{1}, nil); err != nil {
 					break
 				}
 			}

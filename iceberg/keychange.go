@@ -103,6 +103,6 @@ func (s *Sink) changeKey(ctx context.Context, m *mirror, rel *decode.Relation, l
 		return err
 	}
 	s.log.Info("key changed: key index rebuilt", "table", m.name(), "from", keyText(from), "to", keyText(to),
-		"rows", m.index.len(), "elapsed", time.Since(start).Round(time.Millisecond))
+		"rows", m.index.Len(), "elapsed", time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -11,14 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	icego "github.com/apache/iceberg-go"
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/iceberg/keyindex"
 )
-
-// loc is where a live row of the mirror is: a file (index into mirror.files)
-// and a row position in it.
-type loc struct {
-	file int32
-	pos  int64
-}
 
 // mirror applies row changes to a mirror table with position deletes.
 type mirror struct {
@@ -30,8 +24,7 @@ type mirror struct {
 	keyType []arrow.DataType
 	keyIDs  []int // field IDs of the key columns
 
-	index *keyIndex // key → live row; includes rows of the pending file
-	files []string  // file id → path
+	index *keyindex.Index // key → live row, and file id → path; includes rows of the pending file
 
 	batch                    // this flush's changes
 	lastEnd decode.LSN       // end LSN of the last transaction in this flush
@@ -49,7 +42,7 @@ type mirror struct {
 // streamed transaction applied ahead of its commit (see speculation).
 type batch struct {
 	pending   *fileWriter      // open data file, nil until the first row
-	pendingID int32            // its index in mirror.files
+	pendingID int32            // its file id in the mirror's key index
 	closed    []icego.DataFile // data files closed early (see rotate)
 	deletes   []posDelete
 	changes   int // rows changed
@@ -60,15 +53,15 @@ type batch struct {
 }
 
 // rowIndex is where a batch looks up and records live rows: the mirror's
-// key index, or an overlay on it (see overlayIndex).
+// key index, or an overlay on it (see keyindex.Overlay).
 type rowIndex interface {
-	get(k string) (loc, bool)
-	set(k string, l loc)
-	del(k string)
+	Get(k string) (keyindex.Loc, bool)
+	Set(k string, l keyindex.Loc)
+	Del(k string)
 }
 
 func newMirror(t *icebergTable, rel *decode.Relation) (*mirror, error) {
-	m := &mirror{icebergTable: t, rel: rel, index: newKeyIndex()}
+	m := &mirror{icebergTable: t, rel: rel, index: keyindex.New()}
 	if err := m.bind(); err != nil {
 		return nil, err
 	}
@@ -98,7 +91,7 @@ func (m *mirror) bind() error {
 	if len(m.keyCols) == 0 {
 		return fmt.Errorf("%s: no key columns", m.name())
 	}
-	m.index.setRepeats(m.rel.WholeRow)
+	m.index.SetRepeats(m.rel.WholeRow)
 	return nil
 }
 
@@ -114,8 +107,8 @@ func (m *mirror) key(t decode.Tuple) (string, error) {
 
 // appendKey appends the key of a tuple to b (safe for concurrent use).
 // Values come in text form, or in binary form from a binary copy (see
-// appendKeyFromBinary). A whole-row key is the digest of every value
-// that is not NULL, each after its field ID (see sealRowKey).
+// keyindex.AppendBinary). A whole-row key is the digest of every value
+// that is not NULL, each after its field ID (see keyindex.SealRow).
 func (m *mirror) appendKey(b []byte, t decode.Tuple) ([]byte, error) {
 	start := len(b)
 	for j, i := range m.keyCols {
@@ -129,9 +122,9 @@ func (m *mirror) appendKey(b []byte, t decode.Tuple) ([]byte, error) {
 		var err error
 		switch d.Kind {
 		case decode.Text:
-			b, err = appendKeyFromText(b, m.keyType[j], d.Data)
+			b, err = keyindex.AppendText(b, m.keyType[j], d.Data)
 		case decode.Binary:
-			b, err = appendKeyFromBinary(b, m.keyType[j], c.TypeOID, d.Data)
+			b, err = keyindex.AppendBinary(b, m.keyType[j], c.TypeOID, d.Data)
 		default:
 			return nil, fmt.Errorf("%s: key column %s is %s in the change", m.name(), c.Name, kindName(d.Kind))
 		}
@@ -140,7 +133,7 @@ func (m *mirror) appendKey(b []byte, t decode.Tuple) ([]byte, error) {
 		}
 	}
 	if m.rel.WholeRow {
-		b = sealRowKey(b, start)
+		b = keyindex.SealRow(b, start)
 	}
 	return b, nil
 }
@@ -175,12 +168,12 @@ func kindName(k decode.Kind) string {
 }
 
 func (m *mirror) deleteKey(b *batch, idx rowIndex, k string) bool {
-	l, ok := idx.get(k)
+	l, ok := idx.Get(k)
 	if !ok {
 		return false
 	}
-	b.deletes = append(b.deletes, posDelete{path: m.files[l.file], pos: l.pos})
-	idx.del(k)
+	b.deletes = append(b.deletes, posDelete{path: m.index.Path(l.File), pos: l.Pos})
+	idx.Del(k)
 	return true
 }
 
@@ -192,8 +185,7 @@ func (m *mirror) insert(b *batch, idx rowIndex, row decode.Tuple, k string) erro
 			return err
 		}
 		b.pending = fw
-		b.pendingID = int32(len(m.files))
-		m.files = append(m.files, fw.path)
+		b.pendingID = m.index.AddFile(fw.path)
 	}
 	if err := m.appendRow(b.pending.builder, row); err != nil {
 		return err
@@ -201,7 +193,7 @@ func (m *mirror) insert(b *batch, idx rowIndex, row decode.Tuple, k string) erro
 	if !m.rel.WholeRow { // where rows repeat, an insert adds one
 		m.deleteKey(b, idx, k) // an insert over a live key replaces it (replays, copy overlap)
 	}
-	idx.set(k, loc{file: b.pendingID, pos: b.pending.rows()})
+	idx.Set(k, keyindex.Loc{File: b.pendingID, Pos: b.pending.rows()})
 	return b.pending.pw.RowDone()
 }
 
@@ -274,8 +266,7 @@ func (m *mirror) truncate() {
 		removeFile(m.fs, df.FilePath())
 	}
 	m.closed, m.deletes = nil, m.deletes[:0]
-	m.index.clear()
-	m.files = m.files[:0]
+	m.index.Clear()
 	m.unknown, m.recopyAsked = nil, false
 }
 

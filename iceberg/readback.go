@@ -101,16 +101,16 @@ var errNotInMirror = errors.New("the row is not in the mirror")
 // readBack returns the text forms of the given relation columns of the live
 // row with key k (nil for NULL).
 func (m *mirror) readBack(k string, cols []int) ([][]byte, error) {
-	l, ok := m.index.get(k)
+	l, ok := m.index.Get(k)
 	if !ok {
 		return nil, errNotInMirror
 	}
-	if m.pending != nil && l.file == m.pendingID {
+	if m.pending != nil && l.File == m.pendingID {
 		if err := m.rotate(); err != nil {
 			return nil, err
 		}
 	}
-	path := m.files[l.file]
+	path := m.index.Path(l.File)
 	sc := m.tbl.Schema()
 	ids := make([]int, len(cols))
 	for j, i := range cols {
@@ -129,14 +129,14 @@ func (m *mirror) readBack(k string, cols []int) ([][]byte, error) {
 	rg, start := -1, int64(0)
 	for g := 0; g < r.NumRowGroups(); g++ {
 		n := r.MetaData().RowGroup(g).NumRows()
-		if l.pos < start+n {
+		if l.Pos < start+n {
 			rg = g
 			break
 		}
 		start += n
 	}
 	if rg < 0 {
-		return nil, fmt.Errorf("position %d is beyond %s", l.pos, path)
+		return nil, fmt.Errorf("position %d is beyond %s", l.Pos, path)
 	}
 	leaves, err := parquetx.ColumnsByFieldID(r, ids)
 	if err != nil {
@@ -145,11 +145,11 @@ func (m *mirror) readBack(k string, cols []int) ([][]byte, error) {
 	out := make([][]byte, len(cols))
 	found := false
 	err = parquetx.EachBatch(context.Background(), r, leaves, []int{rg}, func(rec arrow.RecordBatch) error {
-		if found || l.pos >= start+rec.NumRows() {
+		if found || l.Pos >= start+rec.NumRows() {
 			start += rec.NumRows()
 			return nil
 		}
-		i := int(l.pos - start)
+		i := int(l.Pos - start)
 		for j := range cols {
 			// Columns come back in file order; map by field ID.
 			c := columnIndexOf(rec, ids[j])
@@ -169,7 +169,7 @@ func (m *mirror) readBack(k string, cols []int) ([][]byte, error) {
 		return nil, err
 	}
 	if !found {
-		return nil, fmt.Errorf("position %d not found in %s", l.pos, path)
+		return nil, fmt.Errorf("position %d not found in %s", l.Pos, path)
 	}
 	return out, nil
 }

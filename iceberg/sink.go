@@ -213,12 +213,12 @@ func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 				return err
 			}
 		} else if err := st.mirror.loadIndex(); err == nil {
-			s.log.Info("key index loaded", "table", rel.QualifiedName(), "rows", st.mirror.index.len(), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
+			s.log.Info("key index loaded", "table", rel.QualifiedName(), "rows", st.mirror.index.Len(), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
 		} else {
 			if err := st.mirror.rebuildIndex(ctx); err != nil {
 				return err
 			}
-			s.log.Info("key index rebuilt", "table", rel.QualifiedName(), "rows", st.mirror.index.len(), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
+			s.log.Info("key index rebuilt", "table", rel.QualifiedName(), "rows", st.mirror.index.Len(), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
 		}
 	} else {
 		fix := rel.KeyNote

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/iceberg/keyindex"
 )
 
 // A streamed transaction (protocol v2 streaming: the server sends a large
@@ -38,9 +39,9 @@ type speculation struct {
 
 // specTable is a speculation's changes of one source table.
 type specTable struct {
-	b   batch         // mirror rows and deletes; nil pending until the first row
-	idx *overlayIndex // nil for a table without a mirror
-	log *specLog      // nil without a changelog
+	b   batch             // mirror rows and deletes; nil pending until the first row
+	idx *keyindex.Overlay // nil for a table without a mirror
+	log *specLog          // nil without a changelog
 }
 
 // specMaxChanges bounds what a speculation holds (its key index overlay
@@ -134,7 +135,7 @@ func (s *Sink) specChange(sp *speculation, c *decode.Change) error {
 			}
 			t = &specTable{}
 			if st.mirror != nil {
-				t.idx = &overlayIndex{base: st.mirror.index, over: newKeyIndex()}
+				t.idx = keyindex.NewOverlay(st.mirror.index)
 			}
 			if st.changelog != nil {
 				t.log = &specLog{c: st.changelog, day: sp.day}
@@ -198,7 +199,7 @@ func (s *Sink) SpecCommit(ctx context.Context, xid uint32, commitLSN, end decode
 				}
 				t.b.closed = append(t.b.closed, df)
 			}
-			t.idx.merge()
+			t.idx.Merge()
 			m.closed = append(m.closed, t.b.closed...)
 			m.deletes = append(m.deletes, t.b.deletes...)
 			m.changes += t.b.changes
@@ -253,36 +254,4 @@ func (sp *speculation) discard() {
 		}
 	}
 	clear(sp.tables)
-}
-
-// overlayIndex is a mirror's key index as a speculation sees it: its own
-// changes in over (a deletion as tombstone), the rest from base.
-type overlayIndex struct {
-	base *keyIndex
-	over *keyIndex
-}
-
-// tombstone marks a key deleted in an overlay: a file id no mirror reaches.
-const tombstone = 1<<(64-posBits) - 1
-
-func (o *overlayIndex) get(k string) (loc, bool) {
-	if l, ok := o.over.get(k); ok {
-		return l, l.file != tombstone
-	}
-	return o.base.get(k)
-}
-
-func (o *overlayIndex) set(k string, l loc) { o.over.set(k, l) }
-func (o *overlayIndex) del(k string)        { o.over.set(k, loc{file: tombstone}) }
-
-// merge applies the overlay to the base index.
-func (o *overlayIndex) merge() {
-	for k, l := range o.over.all() {
-		if l.file == tombstone {
-			o.base.delBytes(k)
-		} else {
-			o.base.add(k, l)
-		}
-	}
-	o.over.clear()
 }

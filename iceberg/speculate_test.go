@@ -12,48 +12,6 @@ import (
 	"github.com/pg2iceberg/pg2iceberg/decode"
 )
 
-// The overlay sees its own changes over the base, leaves the base alone
-// until merged, and a merge applies sets and deletions.
-func TestOverlayIndex(t *testing.T) {
-	base := newKeyIndex()
-	for i, k := range []string{"\x08\x00\x00\x00\x00\x00\x00\x00\x01", "short", "a key longer than fifteen bytes"} {
-		base.set(k, loc{file: 0, pos: int64(i)})
-	}
-	o := &overlayIndex{base: base, over: newKeyIndex()}
-	int1, short, long := "\x08\x00\x00\x00\x00\x00\x00\x00\x01", "short", "a key longer than fifteen bytes"
-	o.del(int1)
-	o.set(short, loc{file: 2, pos: 7})
-	o.del(long)
-	o.set(long, loc{file: 2, pos: 8}) // deleted, then inserted again
-	o.set("new", loc{file: 2, pos: 9})
-	o.del("new") // inserted, then deleted: never in the base
-	for _, tc := range []struct {
-		k    string
-		want loc
-		ok   bool
-	}{{int1, loc{}, false}, {short, loc{2, 7}, true}, {long, loc{2, 8}, true}, {"new", loc{}, false}} {
-		if l, ok := o.get(tc.k); ok != tc.ok || ok && l != tc.want {
-			t.Errorf("overlay get(%q) = %v, %t; want %v, %t", tc.k, l, ok, tc.want, tc.ok)
-		}
-	}
-	if l, ok := base.get(int1); !ok || l != (loc{0, 0}) {
-		t.Errorf("base changed before the merge: get = %v, %t", l, ok)
-	}
-	o.merge()
-	if _, ok := base.get(int1); ok {
-		t.Error("deleted key still in the base after the merge")
-	}
-	if _, ok := base.get("new"); ok {
-		t.Error("a key inserted and deleted in the overlay is in the base")
-	}
-	if l, _ := base.get(long); l != (loc{2, 8}) {
-		t.Errorf("base get(long) = %v after the merge, want {2 8}", l)
-	}
-	if base.len() != 2 {
-		t.Errorf("base holds %d keys after the merge, want 2", base.len())
-	}
-}
-
 // A changelog file written ahead of its commit gets the commit's LSN and
 // time in every row at finish; the file's stats and partition are those of
 // a file written at commit.

@@ -1,4 +1,4 @@
-package iceberg
+package keyindex
 
 import (
 	"math/rand/v2"

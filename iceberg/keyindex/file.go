@@ -1,93 +1,63 @@
-package iceberg
+package keyindex
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"hash/crc32"
 	"io"
 )
 
 // The key index is persisted beside the table's metadata, keyed by what it
-// depends on (see indexStamp), so a restart need not read every data file:
+// depends on (see Stamp), so a restart need not read every data file:
 // <table location>/metadata/pg2iceberg-keyindex.bin. A file for another
 // stamp (a commit since, a snapshot written by someone else, a key change)
 // or a damaged file is ignored and the index is rebuilt from the table.
-const indexFileName = "/metadata/pg2iceberg-keyindex.bin"
+const FileName = "/metadata/pg2iceberg-keyindex.bin"
 
 // Version 3 starts with the index's stamp, then stores the integer table's
 // runs as runs, then every other key. Files of earlier versions carry only
 // a snapshot id, which a key change leaves as it is: they count as stale.
 var indexMagic = []byte("PG2IKIX3")
 
-func (m *mirror) indexPath() string { return m.tbl.Location() + indexFileName }
-
-// indexStamp encodes what the key index of the table's current state
-// depends on; nil when the table has no snapshot. A key change commits a
-// schema and no snapshot, so the snapshot id alone would let an index of
-// the old key pass:
+// Stamp encodes what the key index of a table's current state depends
+// on. A key change commits a schema and no snapshot, so the snapshot id
+// alone would let an index of the old key pass:
 //   - the table's UUID (not another table that took this location),
 //   - the current snapshot id,
 //   - the current schema id,
 //   - the key's field IDs, in the order their values are encoded, and
 //     whether the key is the whole row (whose rows may repeat).
-func (m *mirror) indexStamp() []byte {
-	snap := m.tbl.CurrentSnapshot()
-	if snap == nil {
-		return nil
-	}
-	meta := m.tbl.Metadata()
-	id := meta.TableUUID()
-	b := append([]byte(nil), id[:]...)
-	b = binary.BigEndian.AppendUint64(b, uint64(snap.SnapshotID))
-	b = binary.AppendUvarint(b, uint64(meta.CurrentSchema().ID))
-	b = binary.AppendUvarint(b, uint64(len(m.keyIDs)))
-	for _, id := range m.keyIDs {
+func Stamp(table [16]byte, snapshot int64, schema int, keyIDs []int, wholeRow bool) []byte {
+	b := append([]byte(nil), table[:]...)
+	b = binary.BigEndian.AppendUint64(b, uint64(snapshot))
+	b = binary.AppendUvarint(b, uint64(schema))
+	b = binary.AppendUvarint(b, uint64(len(keyIDs)))
+	for _, id := range keyIDs {
 		b = binary.AppendUvarint(b, uint64(id))
 	}
-	if m.rel.WholeRow {
+	if wholeRow {
 		return append(b, 1)
 	}
 	return append(b, 0)
 }
 
-// saveIndex writes the index for the current snapshot. Call it only when
-// nothing is pending. The file is streamed: its size in memory is not
-// needed on top of the index.
-func (m *mirror) saveIndex() error {
-	stamp := m.indexStamp()
-	if stamp == nil || m.pending != nil || len(m.deletes) > 0 {
-		return nil
-	}
-	f, err := m.fs.Create(m.indexPath())
-	if err != nil {
-		return fmt.Errorf("save key index of %s: %w", m.name(), err)
-	}
-	if err := m.writeIndex(f, stamp); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("save key index of %s: %w", m.name(), err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("save key index of %s: %w", m.name(), err)
-	}
-	return nil
-}
-
-// writeIndex writes the index file's contents for stamp, then their CRC-32.
-func (m *mirror) writeIndex(f io.Writer, stamp []byte) error {
+// Write writes the index file's contents for stamp (its files, runs and
+// keys), then their CRC-32. The file is streamed: its size in memory is
+// not needed on top of the index.
+func (x *Index) Write(f io.Writer, stamp []byte) error {
 	crc := crc32.NewIEEE()
 	w := bufio.NewWriterSize(io.MultiWriter(f, crc), 1<<20)
 	w.Write(indexMagic)
 	w.Write(binary.AppendUvarint(nil, uint64(len(stamp))))
 	w.Write(stamp)
-	w.Write(binary.AppendUvarint(nil, uint64(len(m.files))))
-	for _, path := range m.files {
+	w.Write(binary.AppendUvarint(nil, uint64(len(x.files))))
+	for _, path := range x.files {
 		w.Write(binary.AppendUvarint(nil, uint64(len(path))))
 		w.WriteString(path)
 	}
-	spans := m.index.ints.spans()
+	spans := x.ints.spans()
 	inSpans := 0
 	w.Write(binary.AppendUvarint(nil, uint64(len(spans))))
 	var tmp []byte
@@ -95,17 +65,17 @@ func (m *mirror) writeIndex(f io.Writer, stamp []byte) error {
 		l := unpackLoc(r.val)
 		tmp = binary.BigEndian.AppendUint64(tmp[:0], r.key)
 		tmp = binary.AppendUvarint(tmp, r.n)
-		tmp = binary.AppendUvarint(tmp, uint64(l.file))
-		tmp = binary.AppendUvarint(tmp, uint64(l.pos))
+		tmp = binary.AppendUvarint(tmp, uint64(l.File))
+		tmp = binary.AppendUvarint(tmp, uint64(l.Pos))
 		w.Write(tmp)
 		inSpans += int(r.n)
 	}
-	w.Write(binary.AppendUvarint(nil, uint64(m.index.len()-inSpans)))
-	for k, l := range m.index.allButRuns() {
+	w.Write(binary.AppendUvarint(nil, uint64(x.Len()-inSpans)))
+	for k, l := range x.allButRuns() {
 		tmp = binary.AppendUvarint(tmp[:0], uint64(len(k)))
 		tmp = append(tmp, k...)
-		tmp = binary.AppendUvarint(tmp, uint64(l.file))
-		tmp = binary.AppendUvarint(tmp, uint64(l.pos))
+		tmp = binary.AppendUvarint(tmp, uint64(l.File))
+		tmp = binary.AppendUvarint(tmp, uint64(l.Pos))
 		w.Write(tmp)
 	}
 	if err := w.Flush(); err != nil { // bufio.Writer keeps the first error
@@ -115,116 +85,96 @@ func (m *mirror) writeIndex(f io.Writer, stamp []byte) error {
 	return err
 }
 
-var errStaleIndex = errors.New("key index file is for another snapshot, schema or key")
+// ErrStale: the index file was written for another stamp (or by an
+// earlier version); the index is to be rebuilt from the table.
+var ErrStale = errors.New("key index file is for another snapshot, schema or key")
 
-// loadIndex reads a persisted index for the table's current state.
-func (m *mirror) loadIndex() error {
-	stamp := m.indexStamp()
-	if stamp == nil {
-		return errStaleIndex
-	}
-	f, err := m.fs.Open(m.indexPath())
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return err
-	}
-	files, index, err := readIndex(data, stamp, m.rel.WholeRow)
-	if err != nil {
-		return err
-	}
-	m.files, m.index = files, index
-	return nil
-}
-
-// readIndex reads an index file's contents written for stamp, into an
-// index whose rows may repeat or not.
-func readIndex(data []byte, stamp []byte, repeats bool) ([]string, *keyIndex, error) {
+// Read reads an index file's contents written for stamp, into an index
+// whose rows may repeat or not.
+func Read(data []byte, stamp []byte, repeats bool) (*Index, error) {
 	if len(data) < len(indexMagic)+4 || !bytes.HasPrefix(data, indexMagic[:len(indexMagic)-1]) {
-		return nil, nil, errors.New("not a key index file")
+		return nil, errors.New("not a key index file")
 	}
 	if !bytes.HasPrefix(data, indexMagic) {
-		return nil, nil, errStaleIndex // an earlier version
+		return nil, ErrStale // an earlier version
 	}
 	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
 	if crc32.ChecksumIEEE(body) != sum {
-		return nil, nil, errors.New("key index file is damaged")
+		return nil, errors.New("key index file is damaged")
 	}
 	r := bufio.NewReader(bytes.NewReader(body[len(indexMagic):]))
 	got, err := readBytes(r)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if !bytes.Equal(got, stamp) {
-		return nil, nil, errStaleIndex
+		return nil, ErrStale
 	}
 	nfiles, err := binary.ReadUvarint(r)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	files := make([]string, 0, nfiles)
 	for i := uint64(0); i < nfiles; i++ {
 		s, err := readBytes(r)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		files = append(files, string(s))
 	}
-	index := newKeyIndex()
-	index.setRepeats(repeats)
+	index := New()
+	index.SetRepeats(repeats)
+	index.files = files
 	// Keys of one 8-byte value go in by batches.
 	ints := intBatch{t: index.ints}
 	twice := errors.New("key index file is damaged: a key twice")
-	addInt := func(k uint64, l loc) error {
+	addInt := func(k uint64, l Loc) error {
 		if _, ok := ints.add(k, packLoc(l)); !ok {
 			return twice
 		}
 		return nil
 	}
 	if err := readRuns(r, index, nfiles, addInt); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for i := uint64(0); i < n; i++ {
 		k, err := readBytes(r)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		file, err := binary.ReadUvarint(r)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		pos, err := binary.ReadUvarint(r)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if file >= nfiles {
-			return nil, nil, errors.New("key index file is damaged")
+			return nil, errors.New("key index file is damaged")
 		}
-		l := loc{file: int32(file), pos: int64(pos)}
+		l := Loc{File: int32(file), Pos: int64(pos)}
 		if v, ok := intKey(k); ok {
 			if err := addInt(v, l); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			continue
 		}
-		index.set(string(k), l)
+		index.Set(string(k), l)
 	}
 	if _, ok := ints.flush(); !ok {
-		return nil, nil, twice
+		return nil, twice
 	}
-	return files, index, nil
+	return index, nil
 }
 
 // readRuns reads the file's runs into index: long ones as runs,
 // short ones key by key through addInt.
-func readRuns(r *bufio.Reader, index *keyIndex, nfiles uint64, addInt func(uint64, loc) error) error {
+func readRuns(r *bufio.Reader, index *Index, nfiles uint64, addInt func(uint64, Loc) error) error {
 	damaged := errors.New("key index file is damaged")
 	nruns, err := binary.ReadUvarint(r)
 	if err != nil {
@@ -248,13 +198,13 @@ func readRuns(r *bufio.Reader, index *keyIndex, nfiles uint64, addInt func(uint6
 		if key == 0 || n == 0 || key+(n-1) < key || file >= nfiles || pos+n > 1<<posBits {
 			return damaged
 		}
-		l := loc{file: int32(file), pos: int64(pos)}
+		l := Loc{File: int32(file), Pos: int64(pos)}
 		if n >= minRun {
 			runs = append(runs, intRun{key: key, n: n, val: packLoc(l)})
 			continue
 		}
 		for i := range n {
-			if err := addInt(key+i, loc{file: l.file, pos: l.pos + int64(i)}); err != nil {
+			if err := addInt(key+i, Loc{File: l.File, Pos: l.Pos + int64(i)}); err != nil {
 				return err
 			}
 		}

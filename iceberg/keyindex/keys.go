@@ -1,4 +1,4 @@
-package iceberg
+package keyindex
 
 import (
 	"encoding/binary"
@@ -51,9 +51,9 @@ func appendKeyDecimal(dst []byte, n decimal128.Num) []byte {
 	return binary.BigEndian.AppendUint64(dst, n.LowBits())
 }
 
-// isEightByteKey says whether a key column of type dt is always encoded as
-// one 8-byte part (see keyIndex).
-func isEightByteKey(dt arrow.DataType) bool {
+// IsEightByte says whether a key column of type dt is always encoded as
+// one 8-byte part (see Index).
+func IsEightByte(dt arrow.DataType) bool {
 	switch dt.ID() {
 	case arrow.INT32, arrow.INT64, arrow.FLOAT32, arrow.FLOAT64, arrow.DATE32, arrow.TIME64, arrow.TIMESTAMP:
 		return true
@@ -61,8 +61,8 @@ func isEightByteKey(dt arrow.DataType) bool {
 	return false
 }
 
-// appendKeyFromText appends the key part of a value in its source text form.
-func appendKeyFromText(dst []byte, dt arrow.DataType, text []byte) ([]byte, error) {
+// AppendText appends the key part of a value in its source text form.
+func AppendText(dst []byte, dt arrow.DataType, text []byte) ([]byte, error) {
 	switch dt.ID() {
 	case arrow.BOOL:
 		return appendKeyPart(dst, text), nil
@@ -129,8 +129,8 @@ func appendKeyFromText(dst []byte, dt arrow.DataType, text []byte) ([]byte, erro
 	return nil, fmt.Errorf("type %s cannot be part of a key yet", dt)
 }
 
-// appendKeyFromArray appends the key part of arr[i].
-func appendKeyFromArray(dst []byte, arr arrow.Array, i int) ([]byte, error) {
+// AppendArray appends the key part of arr[i].
+func AppendArray(dst []byte, arr arrow.Array, i int) ([]byte, error) {
 	if arr.IsNull(i) {
 		return nil, fmt.Errorf("key column %s holds NULL", arr.DataType())
 	}
@@ -164,4 +164,37 @@ func appendKeyFromArray(dst []byte, arr arrow.Array, i int) ([]byte, error) {
 		return appendKeyPart(dst, a.Value(i)), nil
 	}
 	return nil, fmt.Errorf("type %s cannot be part of a key yet", arr.DataType())
+}
+
+// Rows of a binary copy (COPY ... (FORMAT binary), chosen by replication
+// for tables whose every column mapping.BinaryReadable accepts) arrive as
+// tuples of Binary datums. Their keys are built here from the same decoded
+// values the text path parses, so a key equals the one AppendText builds
+// from the value's text form (the stream's changes find copied rows) and
+// the one AppendArray reads back.
+
+// AppendBinary appends the key part of a value of type oid in its binary
+// form.
+func AppendBinary(dst []byte, dt arrow.DataType, oid uint32, data []byte) ([]byte, error) {
+	if oid == mapping.OIDInt8 && dt.ID() == arrow.INT64 && len(data) == 8 {
+		// A bigint's binary form is its key part's value bytes.
+		return append(append(dst, 8), data...), nil
+	}
+	v, err := mapping.ReadBinary(oid, dt, data)
+	if err != nil {
+		return nil, fmt.Errorf("key value: %w", err)
+	}
+	switch dt.ID() {
+	case arrow.BOOL:
+		return appendKeyBool(dst, v.Int != 0), nil
+	case arrow.INT32, arrow.INT64, arrow.DATE32, arrow.TIMESTAMP:
+		return appendKeyInt(dst, v.Int), nil
+	case arrow.FLOAT32, arrow.FLOAT64:
+		return appendKeyFloat(dst, v.Float), nil
+	case arrow.DECIMAL128:
+		return appendKeyDecimal(dst, v.Decimal), nil
+	case arrow.STRING, arrow.BINARY, arrow.EXTENSION: // EXTENSION: uuid, the only one ReadBinary reads
+		return appendKeyPart(dst, v.Bytes), nil
+	}
+	return nil, fmt.Errorf("type %s cannot be part of a key yet", dt)
 }
