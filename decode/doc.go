@@ -2,6 +2,15 @@
 // into the bridge's own vocabulary: transaction frames, relations and row
 // changes with before and after images.
 //
+// That vocabulary includes what the rest of the flow learns about a column
+// besides pgoutput's message, as plain data decode carries but does not
+// interpret: the catalog's description of its type (Type, from
+// replication's preflight) and the configuration's rule for it (Rule, from
+// mapping.Overrides.Match). Package mapping reads both and decides the
+// column's Iceberg type; decode itself imports no package of the bridge, so
+// the flow replication → decode → mapping/evolution → iceberg has no edge
+// back (TestImportsNoStage).
+//
 // Role in the flow: replication hands each XLogData payload to a Decoder in
 // WAL order; the Decoder returns one Message per payload. It keeps the
 // relation cache (pgoutput sends a Relation message before the first change
@@ -11,8 +20,12 @@
 // The body of a DDL capture message, once replication has checked its
 // signature, is parsed by ParseDDLEvent.
 //
+// Goroutines: none; a Decoder is used by one goroutine (replication's
+// stream), and the copy parsers by the copy worker that owns each.
+//
 // Invariants:
 //   - decode is pure: no I/O, no goroutines, no logging.
+//   - decode imports no other package of the bridge.
 //   - An unchanged TOAST value ('u' in pgoutput) is a Datum of kind
 //     Unchanged, never confused with NULL.
 //   - Malformed input yields an error, never a panic.

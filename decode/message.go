@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
-	"github.com/pg2iceberg/pg2iceberg/mapping"
 )
 
 // LSN is a PostgreSQL WAL position.
@@ -46,18 +45,14 @@ type Column struct {
 	// Type describes the column's type (element type of an array and its
 	// declared dimensions, base type of a domain, attributes of a composite
 	// type, owning extension) as mapping needs it.
-	Type *mapping.Type
-	// Override is the configuration's rule for the column, if any.
-	Override *mapping.Override
-}
-
-// Mapping describes the column to package mapping.
-func (c Column) Mapping() mapping.Column {
-	return mapping.Column{Name: c.Name, TypeOID: c.TypeOID, TypeMod: c.TypeMod, TypeName: c.TypeName, Type: c.Type, Override: c.Override}
+	Type *Type
+	// Rule is the configuration's rule for the column, if any (set by
+	// replication from mapping.Overrides.Match).
+	Rule *Rule
 }
 
 // Excluded reports whether a rule leaves the column out of Iceberg.
-func (c Column) Excluded() bool { return c.Override.Excluded() }
+func (c Column) Excluded() bool { return c.Rule.Excluded() }
 
 // Relation is the cached description of a published table.
 type Relation struct {

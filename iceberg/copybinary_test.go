@@ -116,11 +116,11 @@ func TestBinaryValuesEqualText(t *testing.T) {
 	}
 	refused, compared := 0, 0
 	for ci, c := range rel.Columns {
-		if !mapping.BinaryReadable(rel.QualifiedName(), c.Mapping()) {
+		if !mapping.BinaryReadable(rel.QualifiedName(), c) {
 			t.Errorf("column %s: not read in binary form", c.Name)
 			continue
 		}
-		typ, err := mapping.For(rel.QualifiedName(), c.Mapping())
+		typ, err := mapping.For(rel.QualifiedName(), c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +185,7 @@ func TestCopyWriterBinaryRows(t *testing.T) {
 	rel, text, bin := copyTypes(t)
 	var fields []icego.NestedField
 	for i, c := range rel.Columns {
-		typ, err := mapping.For(rel.QualifiedName(), c.Mapping())
+		typ, err := mapping.For(rel.QualifiedName(), c)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -276,7 +276,7 @@ func (s *Sink) applyDrops(ctx context.Context) error {
 // whole-row key (see mapping.WholeRowProblem).
 func (s *Sink) wholeRowComparable(rel *decode.Relation) bool {
 	for _, c := range rel.Columns {
-		if why := mapping.WholeRowProblem(rel.QualifiedName(), c.Mapping()); why != "" {
+		if why := mapping.WholeRowProblem(rel.QualifiedName(), c); why != "" {
 			s.log.Warn("table cannot be kept by the whole row: its mirror keeps its key", "table", rel.QualifiedName(), "reason", why)
 			return false
 		}

@@ -32,7 +32,7 @@ func relColumns(rel *decode.Relation) ([]evolution.Column, error) {
 		if c.Excluded() {
 			continue
 		}
-		t, err := mapping.For(rel.QualifiedName(), c.Mapping())
+		t, err := mapping.For(rel.QualifiedName(), c)
 		if err != nil {
 			return nil, err
 		}
@@ -289,14 +289,14 @@ func (s *Sink) TakeAdded() map[uint32]decode.NewColumns {
 	return out
 }
 
-// appendCell decodes one value into b, applying the column's override: with
+// appendCell decodes one value into b, applying the column's rule: with
 // lossy: allow a numeric is rounded to the decimal's scale first; a
 // timestamptz rule reads a timestamp as wall-clock time in its zone.
 func appendCell(b array.Builder, c *decode.Column, text []byte) error {
-	if c.Override == nil {
+	if c.Rule == nil {
 		return mapping.Append(b, text)
 	}
-	if text != nil && c.Override.LossyAllowed() {
+	if text != nil && c.Rule.LossyAllowed() {
 		if d, ok := b.Type().(*arrow.Decimal128Type); ok {
 			r, err := mapping.RoundDecimal(text, int(d.Scale))
 			if err != nil {
@@ -305,7 +305,7 @@ func appendCell(b array.Builder, c *decode.Column, text []byte) error {
 			text = r
 		}
 	}
-	if loc := c.Override.Location(); loc != nil {
+	if loc := c.Rule.Location(); loc != nil {
 		return mapping.AppendWallTime(b, text, loc)
 	}
 	return mapping.Append(b, text)
@@ -332,7 +332,7 @@ func appendTuple(builder func(int) array.Builder, idx, unbound []int, rel *decod
 			text = d.Data
 		case decode.Binary:
 			c := &rel.Columns[i]
-			if c.Override != nil {
+			if c.Rule != nil {
 				return i, fmt.Errorf("a value in binary form for a column with a mapping rule")
 			}
 			if err := mapping.AppendBinary(builder(idx[i]), c.TypeOID, d.Data); err != nil {

@@ -34,7 +34,7 @@ func unavailableField() icego.NestedField {
 
 // columnType is the Iceberg type of a relation column.
 func columnType(rel *decode.Relation, c decode.Column) (icego.Type, error) {
-	return mapping.For(rel.QualifiedName(), c.Mapping())
+	return mapping.For(rel.QualifiedName(), c)
 }
 
 // rowFields maps the relation's columns to Iceberg fields. Key columns are

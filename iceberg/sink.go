@@ -39,7 +39,7 @@ type Config struct {
 	FlushInterval time.Duration
 	// Describe resolves a column that relation messages announce and the
 	// sink has not seen described (added or retyped while streaming): its
-	// Type, TypeName and Override, as preflight sets them. Without it only
+	// Type, TypeName and Rule, as preflight sets them. Without it only
 	// built-in types are known, by OID, and no rule applies.
 	Describe func(ctx context.Context, rel *decode.Relation, c *decode.Column) error
 	// Rules is the configuration file (may be nil): its table policies
@@ -300,7 +300,7 @@ func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 			old := st.rel.Columns[j]
 			c.NotNull, c.Key = old.NotNull, old.Key
 			if c.TypeOID == old.TypeOID && c.TypeMod == old.TypeMod {
-				c.TypeName, c.Type, c.Override = old.TypeName, old.Type, old.Override
+				c.TypeName, c.Type, c.Rule = old.TypeName, old.Type, old.Rule
 				continue
 			}
 		}

@@ -38,7 +38,7 @@ var binaryOIDs = map[uint32]bool{
 // knows; a numeric only when it maps to a decimal (an unconstrained
 // numeric becomes Postgres's text, which only the text form gives).
 func BinaryReadable(table string, c Column) bool {
-	if c.Override != nil || !binaryOIDs[c.TypeOID] {
+	if c.Rule != nil || !binaryOIDs[c.TypeOID] {
 		return false
 	}
 	if c.TypeOID == OIDNumeric {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/pg2iceberg/pg2iceberg/decode"
 )
 
 // Override overrides the default mapping of the columns it matches: by type
@@ -35,7 +37,8 @@ type Override struct {
 	// Line is the rule's line in the file.
 	Line int `yaml:"-"`
 
-	loc *time.Location
+	// rule is what the rule says to a column it matches (see Match).
+	rule decode.Rule
 }
 
 // Overrides is a configuration file: type mapping rules and per-table
@@ -116,24 +119,24 @@ func parseConfig(name string, data []byte) (*Overrides, error) {
 		if rule.Column != "" && strings.Count(rule.Column, ".") != 2 {
 			e.Add(line, "%s: column %q must be schema.table.column", where, rule.Column)
 		}
-		t, _, err := rule.target()
+		t, _, err := target(rule.To)
 		if err != nil {
 			e.Add(line, "%s: %v", where, err)
 		}
 		if rule.Zone != "" && t != iceberg.PrimitiveTypes.TimestampTz {
 			e.Add(line, "%s: zone applies only to a rule with to: timestamptz", where)
 		}
+		var loc *time.Location
 		if t == iceberg.PrimitiveTypes.TimestampTz {
 			zone := rule.Zone
 			if zone == "" {
 				zone = "UTC"
 			}
-			loc, err := time.LoadLocation(zone)
-			if err != nil {
+			if loc, err = time.LoadLocation(zone); err != nil {
 				e.Add(line, "%s: zone %q is not an IANA time zone name such as Europe/Paris or UTC", where, rule.Zone)
 			}
-			r.Overrides[i].loc = loc
 		}
+		r.Overrides[i].rule = decode.Rule{To: rule.To, Lossy: rule.Lossy == "allow", Zone: loc}
 		switch rule.Lossy {
 		case "", "fail", "allow":
 		default:
@@ -162,9 +165,9 @@ func parseConfig(name string, data []byte) (*Overrides, error) {
 	return &r, nil
 }
 
-// target returns the rule's Iceberg type, or exclude.
-func (r *Override) target() (t iceberg.Type, exclude bool, err error) {
-	switch to := strings.TrimSpace(r.To); {
+// target returns the Iceberg type of a rule's to, or exclude.
+func target(to string) (t iceberg.Type, exclude bool, err error) {
+	switch to := strings.TrimSpace(to); {
 	case to == "exclude":
 		return nil, true, nil
 	case to == "string":
@@ -180,33 +183,13 @@ func (r *Override) target() (t iceberg.Type, exclude bool, err error) {
 		}
 		return iceberg.DecimalTypeOf(p, s), false, nil
 	}
-	return nil, false, fmt.Errorf("to: %q; use string, decimal(P,S), timestamptz or exclude", r.To)
+	return nil, false, fmt.Errorf("to: %q; use string, decimal(P,S), timestamptz or exclude", to)
 }
 
-// Excluded reports whether the rule leaves the column out.
-func (r *Override) Excluded() bool {
-	if r == nil {
-		return false
-	}
-	_, ex, _ := r.target()
-	return ex
-}
-
-// Location is the zone a timestamptz rule reads wall-clock timestamps in;
-// nil for other rules.
-func (r *Override) Location() *time.Location {
-	if r == nil {
-		return nil
-	}
-	return r.loc
-}
-
-// LossyAllowed reports whether values may be rounded to fit.
-func (r *Override) LossyAllowed() bool { return r != nil && r.Lossy == "allow" }
-
-// Match returns the rule for a column of table (schema.table), or nil. typeName
-// is the column's type as format_type prints it; modifiers are ignored.
-func (o *Overrides) Match(table, column, typeName string) *Override {
+// Match returns what the rule for a column of table (schema.table) says to
+// it, or nil. typeName is the column's type as format_type prints it;
+// modifiers are ignored.
+func (o *Overrides) Match(table, column, typeName string) *decode.Rule {
 	if o == nil {
 		return nil
 	}
@@ -218,19 +201,22 @@ func (o *Overrides) Match(table, column, typeName string) *Override {
 	for i := range o.Overrides {
 		r := &o.Overrides[i]
 		if r.Column == table+"."+column {
-			return r
+			return &r.rule
 		}
 		if r.Type != "" && r.Type == base && byType == nil {
 			byType = r
 		}
 	}
-	return byType
+	if byType == nil {
+		return nil
+	}
+	return &byType.rule
 }
 
 // forOverride is For with a rule: the rule's target, when the source type can
 // be written as it.
-func forOverride(table string, c Column, r *Override) (iceberg.Type, error) {
-	t, _, err := r.target()
+func forOverride(table string, c Column, r *decode.Rule) (iceberg.Type, error) {
+	t, _, err := target(r.To)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +269,7 @@ func roundRat(v *big.Rat, scale int) string {
 // round or shift the values the source sends. A column a rule excludes is
 // not part of the key.
 func WholeRowProblem(table string, c Column) string {
-	if c.Override.Excluded() {
+	if c.Rule.Excluded() {
 		return ""
 	}
 	t, err := For(table, c)
@@ -293,7 +279,7 @@ func WholeRowProblem(table string, c Column) string {
 	if _, ok := t.(iceberg.PrimitiveType); !ok {
 		return fmt.Sprintf("column %s (%s) is not a single value", c.Name, c.TypeName)
 	}
-	if c.Override.LossyAllowed() || c.Override.Location() != nil {
+	if c.Rule.LossyAllowed() || c.Rule.Location() != nil {
 		return fmt.Sprintf("the rule for column %s changes its values", c.Name)
 	}
 	return ""

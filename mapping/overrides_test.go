@@ -39,7 +39,7 @@ func TestParseOverrides(t *testing.T) {
 	if r := tz.Match("a.b", "c", "timestamp without time zone"); r.Location() != time.UTC {
 		t.Errorf("timestamptz rule without zone: location = %v, want UTC", r.Location())
 	}
-	if _, err := For("s.t", Column{Name: "d", TypeOID: OIDDate, TypeMod: -1, TypeName: "date", Override: tz.Match("s.t", "at", "timestamp without time zone")}); err == nil || !strings.Contains(err.Error(), "applies to timestamp without time zone columns") {
+	if _, err := For("s.t", Column{Name: "d", TypeOID: OIDDate, TypeMod: -1, TypeName: "date", Rule: tz.Match("s.t", "at", "timestamp without time zone")}); err == nil || !strings.Contains(err.Error(), "applies to timestamp without time zone columns") {
 		t.Errorf("timestamptz rule on a date column: error = %v", err)
 	}
 	if r := o.Match("public.t", "x", "text"); r != nil {

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/pg2iceberg/pg2iceberg/decode"
 )
 
 // Built-in PostgreSQL type OIDs (pg_type.dat).
@@ -34,22 +36,13 @@ const (
 	OIDJSONB       = 3802
 )
 
-// Column is what mapping needs to know about a source column.
-type Column struct {
-	Name    string
-	TypeOID uint32
-	// TypeMod is atttypmod: -1 when the type has no modifier.
-	TypeMod int32
-	// TypeName is the type's name as PostgreSQL prints it (format_type), used
-	// in error messages.
-	TypeName string
-	// Type is the catalog's description of the type (replication's
-	// preflight). Without it only built-in types are known (Builtin), and
-	// arrays count as one-dimensional.
-	Type *Type
-	// Override, when set, replaces the default mapping (see Overrides).
-	Override *Override
-}
+// Column is what mapping needs to know about a source column: decode's
+// description of it, read here: its OID, type modifier and TypeName (as
+// format_type prints it, for messages), the catalog's Type (replication's
+// preflight; without it only built-in types are known, see Builtin, and
+// arrays count as one-dimensional) and the configuration's Rule, which
+// when set replaces the default mapping (see Overrides).
+type Column = decode.Column
 
 // UnsupportedTypeError reports a column whose type has no mapping.
 type UnsupportedTypeError struct {
@@ -118,8 +111,8 @@ func HstoreType() *iceberg.MapType {
 // For returns the Iceberg type of a column of table (schema.name). Nested
 // types (list, struct, map) come with field IDs 0, for the caller to assign.
 func For(table string, c Column) (iceberg.Type, error) {
-	if c.Override != nil {
-		return forOverride(table, c, c.Override)
+	if c.Rule != nil {
+		return forOverride(table, c, c.Rule)
 	}
 	t := c.Type
 	if t == nil {

@@ -389,7 +389,7 @@ func (p *copyProgress) done() {
 func copyFormat(rel *decode.Relation) (format string, textFor *decode.Column) {
 	for i := range rel.Columns {
 		c := &rel.Columns[i]
-		if !mapping.BinaryReadable(rel.QualifiedName(), c.Mapping()) {
+		if !mapping.BinaryReadable(rel.QualifiedName(), *c) {
 			return "text", c
 		}
 	}
@@ -399,7 +399,7 @@ func copyFormat(rel *decode.Relation) (format string, textFor *decode.Column) {
 // typeName names a column's type for the log.
 func typeName(c *decode.Column) string {
 	switch {
-	case c.Override != nil:
+	case c.Rule != nil:
 		return c.TypeName + " with a mapping rule"
 	case c.TypeName != "":
 		return c.TypeName

@@ -160,6 +160,6 @@ func DescribeColumn(ctx context.Context, conn *pgx.Conn, rel *decode.Relation, c
 	if err != nil {
 		return fmt.Errorf("describe column %s.%s (type %s): %w", rel.QualifiedName(), c.Name, name, err)
 	}
-	c.Type, c.TypeName, c.Override = t, name, overrides.Match(rel.QualifiedName(), c.Name, name)
+	c.Type, c.TypeName, c.Rule = t, name, overrides.Match(rel.QualifiedName(), c.Name, name)
 	return nil
 }

@@ -109,7 +109,7 @@ func preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 		}
 		var unmapped []*mapping.UnsupportedTypeError
 		for i := range rel.Columns {
-			rel.Columns[i].Override = overrides.Match(rel.QualifiedName(), rel.Columns[i].Name, rel.Columns[i].TypeName)
+			rel.Columns[i].Rule = overrides.Match(rel.QualifiedName(), rel.Columns[i].Name, rel.Columns[i].TypeName)
 			c := rel.Columns[i]
 			if c.Excluded() {
 				if c.Key {
@@ -117,7 +117,7 @@ func preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 				}
 				continue
 			}
-			typ, err := mapping.For(rel.QualifiedName(), c.Mapping())
+			typ, err := mapping.For(rel.QualifiedName(), c)
 			if err != nil {
 				var ute *mapping.UnsupportedTypeError
 				if errors.As(err, &ute) {
@@ -135,7 +135,7 @@ func preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 			if !rel.WholeRow {
 				continue
 			}
-			if why := mapping.WholeRowProblem(rel.QualifiedName(), c.Mapping()); why != "" {
+			if why := mapping.WholeRowProblem(rel.QualifiedName(), c); why != "" {
 				// Rows that cannot be compared: a changelog only.
 				rel.WholeRow = false
 				rel.KeyNote = fmt.Sprintf("REPLICA IDENTITY FULL without a usable primary key keeps the mirror by the whole row, and %s, so rows cannot be compared: add a primary key (not deferrable), or run ALTER TABLE %s REPLICA IDENTITY USING INDEX <a unique index>", why, rel.QuotedName())
