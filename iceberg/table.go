@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,59 +43,36 @@ type icebergTable struct {
 	ident     table.Identifier
 	tbl       *table.Table
 	fs        icebergio.WriteFileIO
-	watermark decode.LSN // end LSN of the last source transaction committed
-	committed time.Time  // when the bridge last committed to it
-	expired   time.Time  // when snapshots were last expired
+	watermark decode.LSN       // end LSN of the last source transaction committed
+	committed time.Time        // when the bridge last committed to it
+	upkeep    tiering.Schedule // snapshot expiry after commits
 	// bindErr is a source column whose type the schema cannot hold (see
 	// lenientBind): writing a row is an error until the schema evolves.
 	bindErr error
-	// cleanups are files of expired snapshots not deleted yet, retried at
-	// the next expiry.
-	cleanups []*tiering.Cleanup
 	// log and stats (may be nil) take expiry failures, which never fail
 	// the commit that triggered them.
 	log   *slog.Logger
 	stats *Stats
 }
 
-// maxCleanups is how many expiries' failed deletes a table retries.
-const maxCleanups = 12
-
-// expireEvery is how often a table's snapshots are expired.
-const expireEvery = 5 * time.Minute
-
-// maybeExpire expires old snapshots now and then, after a commit, and
-// retries the deletes earlier expiries left. A failure is logged and
-// counted, not returned: the data commit stands and the next expiry tries
-// again.
+// maybeExpire runs the table's maintenance when due, after a commit (see
+// tiering.Schedule). A failure is logged and counted, not returned: the
+// data commit stands and the next expiry tries again.
 func (t *icebergTable) maybeExpire(ctx context.Context) error {
-	if time.Since(t.expired) < expireEvery {
+	u := t.upkeep.AfterCommit(ctx, t.tbl)
+	if u == nil {
 		return nil
 	}
-	t.expired = time.Now()
-	t.cleanups = slices.DeleteFunc(t.cleanups, func(c *tiering.Cleanup) bool {
-		err := c.Run(ctx, t.tbl)
+	for _, err := range u.Failures {
 		t.expireFailed(err)
-		return err == nil
-	})
-	tbl, left, err := tiering.ExpireSnapshots(ctx, t.tbl)
-	if err != nil {
-		t.expireFailed(err)
+	}
+	if u.Table == nil {
 		return nil
 	}
-	if left != nil {
-		t.expireFailed(left.Err())
-		t.cleanups = append(t.cleanups, left)
+	if u.GaveUp > 0 && t.log != nil {
+		t.log.Warn("giving up deleting files of expired snapshots; orphan file cleanup can remove them", "table", t.name(), "expiries", u.GaveUp)
 	}
-	if n := len(t.cleanups) - maxCleanups; n > 0 {
-		// Deletes that keep failing (a store that refuses them): the files
-		// stay for orphan file cleanup rather than in memory for ever.
-		if t.log != nil {
-			t.log.Warn("giving up deleting files of expired snapshots; orphan file cleanup can remove them", "table", t.name(), "expiries", n)
-		}
-		t.cleanups = slices.Delete(t.cleanups, 0, n)
-	}
-	return t.committedTo(tbl)
+	return t.committedTo(u.Table)
 }
 
 // expireFailed logs and counts an expiry failure (nil: none).
@@ -108,7 +84,7 @@ func (t *icebergTable) expireFailed(err error) {
 		t.stats.ExpireFailures.Add(1)
 	}
 	if t.log != nil {
-		t.log.Warn("snapshot expiry failed; the next expiry tries again", "table", t.name(), "error", err, "retry_in", expireEvery)
+		t.log.Warn("snapshot expiry failed; the next expiry tries again", "table", t.name(), "error", err, "retry_in", tiering.ExpireEvery)
 	}
 }
 

@@ -6,23 +6,8 @@ import (
 	"strings"
 	"time"
 
-	icego "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
-
-// Table properties that set the retention (Iceberg's standard names).
-const (
-	PropMaxSnapshotAgeMs   = "history.expire.max-snapshot-age-ms"
-	PropMinSnapshotsToKeep = "history.expire.min-snapshots-to-keep"
-)
-
-// DefaultRetention is set on every table the bridge creates: snapshots older
-// than an hour expire, but the newest 20 are always kept. Time travel
-// further back needs larger values (ALTER TABLE ... SET TBLPROPERTIES).
-var DefaultRetention = icego.Properties{
-	PropMaxSnapshotAgeMs:   "3600000",
-	PropMinSnapshotsToKeep: "20",
-}
 
 // ExpireSnapshots expires tbl's snapshots past its retention properties and
 // deletes the files only they referenced. It returns the updated table, or
@@ -36,8 +21,7 @@ func ExpireSnapshots(ctx context.Context, tbl *table.Table) (*table.Table, *Clea
 	if !props.GetBool(table.GCEnabledKey, true) {
 		return tbl, nil, nil // the table's owner turned expiry off
 	}
-	keep := props.GetInt(PropMinSnapshotsToKeep, 1)
-	maxAge := time.Duration(props.GetInt64(PropMaxSnapshotAgeMs, 5*24*3600*1000)) * time.Millisecond
+	keep, maxAge := retention(props)
 	oldest := time.Now().UnixMilli()
 	for _, s := range snaps {
 		oldest = min(oldest, s.TimestampMs)

@@ -52,18 +52,26 @@ func ids(v ...int64) arrow.Table {
 	return array.NewTableFromRecords(asc, []arrow.RecordBatch{rec})
 }
 
+// appendSnapshots commits n snapshots of one row each to tbl and waits
+// until they are older than newTable's 1 ms retention.
+func appendSnapshots(t *testing.T, tbl *table.Table, n int) *table.Table {
+	t.Helper()
+	for i := range n {
+		var err error
+		if tbl, err = tbl.AppendTable(context.Background(), ids(int64(i)), 10, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(5 * time.Millisecond)
+	return tbl
+}
+
 // Snapshots past the retention expire, the newest minimum is kept, and the
 // table still reads; with nothing to expire no new metadata is committed.
 func TestExpireSnapshots(t *testing.T) {
 	ctx := context.Background()
 	tbl := newTable(t, t.TempDir(), "3")
-	var err error
-	for i := 0; i < 8; i++ {
-		if tbl, err = tbl.AppendTable(ctx, ids(int64(i)), 10, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	time.Sleep(5 * time.Millisecond)
+	tbl = appendSnapshots(t, tbl, 8)
 	if n := len(tbl.Metadata().Snapshots()); n != 8 {
 		t.Fatalf("%d snapshots before expiry, want 8", n)
 	}
@@ -149,5 +157,28 @@ func TestExpireCleanupRetried(t *testing.T) {
 	got, err := out.Scan().ToArrowTable(ctx)
 	if err != nil || got.NumRows() != 1 {
 		t.Fatalf("table reads %v rows (%v), want 1", got, err)
+	}
+}
+
+// A Schedule expires at its first commit and then not again within
+// ExpireEvery, whatever the table has grown to meanwhile.
+func TestScheduleAfterCommit(t *testing.T) {
+	ctx := context.Background()
+	tbl := newTable(t, t.TempDir(), "2")
+	tbl = appendSnapshots(t, tbl, 5)
+	var s tiering.Schedule
+	u := s.AfterCommit(ctx, tbl)
+	if u == nil || u.Table == nil || len(u.Failures) != 0 || u.GaveUp != 0 {
+		t.Fatalf("first AfterCommit = %+v, want an expiry without failures", u)
+	}
+	if n := len(u.Table.Metadata().Snapshots()); n != 2 {
+		t.Fatalf("%d snapshots after the scheduled expiry, want 2", n)
+	}
+	tbl, err := u.Table.AppendTable(ctx, ids(9), 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := s.AfterCommit(ctx, tbl); u != nil {
+		t.Errorf("AfterCommit right after an expiry = %+v, want nil (not due for %s)", u, tiering.ExpireEvery)
 	}
 }
