@@ -11,8 +11,13 @@
 // read what names leave open (a rename proven by its attnum, columns a copy
 // drops and adds for good).
 //
+// Goroutines: none; its functions are called from whichever goroutine
+// handles the relation (the sink's caller).
+//
 // Invariants:
 //   - evolution is pure: no I/O, no goroutines, no logging.
+//   - Of the bridge's packages it imports mapping only, never iceberg: the
+//     flow's edges point one way.
 //   - Field IDs are never reused: a dropped column's ID stays retired and a
 //     re-added column gets a new one (iceberg-go assigns them).
 //   - A change that would lose or misplace data fails with a typed error

@@ -37,6 +37,16 @@ func newChangelog(t *icebergTable, rel *decode.Relation) (*changelog, error) {
 // bind maps the relation's columns onto the before/after structs by name.
 func (c *changelog) bind() error { return c.bindTo(c.tbl.Schema()) }
 
+// rebind binds the changelog to rel, the table's new shape (see
+// Sink.Relation): an error, or a column its schema cannot hold yet.
+func (c *changelog) rebind(rel *decode.Relation) error {
+	c.rel = rel
+	if err := c.bind(); err != nil {
+		return err
+	}
+	return c.bindErr
+}
+
 // bindTo binds to schema sc.
 func (c *changelog) bindTo(sc *icego.Schema) error {
 	asc, err := tableArrowSchema(sc)

@@ -68,6 +68,16 @@ func newMirror(t *icebergTable, rel *decode.Relation) (*mirror, error) {
 	return m, nil
 }
 
+// rebind binds the mirror to rel, the table's new shape (see
+// Sink.Relation): an error, or a column its schema cannot hold yet.
+func (m *mirror) rebind(rel *decode.Relation) error {
+	m.rel = rel
+	if err := m.bind(); err != nil {
+		return err
+	}
+	return m.bindErr
+}
+
 // bind maps the relation's columns onto the table's current schema by
 // name (see bindFields).
 func (m *mirror) bind() error {

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	icego "github.com/apache/iceberg-go"
@@ -112,45 +110,6 @@ type Sink struct {
 	copyMu  sync.Mutex               // guards copying and runs
 	copying map[uint32][]*CopyWriter // writers of copies in progress, by table
 	runs    map[uint32]*copyRun      // copies in progress, by table
-}
-
-// Stats are the sink's counters, readable from any goroutine.
-type Stats struct {
-	Changes atomic.Int64 // row changes applied
-	Flushes atomic.Int64 // flushes committed
-	// ExpireFailures counts snapshot expiries (or their file deletes) that
-	// failed; each is retried at the next expiry.
-	ExpireFailures atomic.Int64
-	// tables holds the []TableStatus of the last flush.
-	tables atomic.Pointer[[]TableStatus]
-}
-
-// Files the bridge wrote and then abandoned before any commit named them
-// (an aborted writer, a discarded speculation, a stopped copy, a flush's
-// files before a TRUNCATE): deleted at once, or kept when the delete failed (an orphan
-// for orphan-file cleanup). Process-wide: writers do not know their sink.
-var abandonedRemoved, abandonedKept atomic.Int64
-
-// AbandonedFiles returns how many abandoned files were deleted, and how
-// many could not be.
-func (st *Stats) AbandonedFiles() (removed, kept int64) {
-	return abandonedRemoved.Load(), abandonedKept.Load()
-}
-
-// Tables returns every Iceberg table's watermark as of the last flush.
-func (st *Stats) Tables() []TableStatus {
-	if p := st.tables.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// Stats returns the sink's counters.
-func (s *Sink) Stats() *Stats { return &s.stats }
-
-func (s *Sink) publishStatus() {
-	st := s.Status()
-	s.stats.tables.Store(&st)
 }
 
 // NewSink returns a Sink writing through cat.
@@ -358,24 +317,16 @@ func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 		if err := evolve(m.icebergTable, false, m.closeFiles); err != nil {
 			return err
 		}
-		m.rel = rel
-		if err := m.bind(); err != nil {
+		if err := m.rebind(rel); err != nil {
 			return err
-		}
-		if m.bindErr != nil {
-			return m.bindErr
 		}
 	}
 	if c := st.changelog; c != nil {
 		if err := evolve(c.icebergTable, true, c.closeFiles); err != nil {
 			return err
 		}
-		c.rel = rel
-		if err := c.bind(); err != nil {
+		if err := c.rebind(rel); err != nil {
 			return err
-		}
-		if c.bindErr != nil {
-			return c.bindErr
 		}
 	}
 	st.rel = rel
@@ -593,27 +544,6 @@ func (s *Sink) InTransaction() bool { return s.txOpen }
 
 // Idle reports whether nothing is pending and no transaction is open.
 func (s *Sink) Idle() bool { return !s.txOpen && s.pending == 0 }
-
-// TableStatus is one Iceberg table's progress.
-type TableStatus struct {
-	Table     string
-	Watermark decode.LSN
-	Committed time.Time
-}
-
-// Status lists every Iceberg table's watermark.
-func (s *Sink) Status() []TableStatus {
-	var out []TableStatus
-	for _, st := range s.tables {
-		for _, t := range []*icebergTable{mirrorTable(st.mirror), changelogTable(st.changelog)} {
-			if t != nil {
-				out = append(out, TableStatus{Table: t.name(), Watermark: t.watermark, Committed: t.committed})
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Table < out[j].Table })
-	return out
-}
 
 func mirrorTable(m *mirror) *icebergTable {
 	if m == nil {

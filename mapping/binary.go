@@ -157,17 +157,9 @@ func readBinary(s *Scalar, oid uint32, dt arrow.DataType, data []byte) error {
 		if id != arrow.DATE32 {
 			break
 		}
-		if len(data) != 4 {
-			return sizeErr(data, dt)
-		}
-		d := int64(int32(binary.BigEndian.Uint32(data)))
-		if d == math.MaxInt32 || d == math.MinInt32 {
-			return infinityErr(dt, d > 0)
-		}
-		if s.Int = d + pgEpochDays; s.Int > math.MaxInt32 {
-			return binaryErr(data, dt, "out of range")
-		}
-		return nil
+		var err error
+		s.Int, err = readDate(dt, data)
+		return err
 	case OIDTimestamp, OIDTimestampTZ:
 		if id != arrow.TIMESTAMP {
 			break
@@ -179,18 +171,40 @@ func readBinary(s *Scalar, oid uint32, dt arrow.DataType, data []byte) error {
 		if id != arrow.DECIMAL128 {
 			break
 		}
-		var buf [64]byte
-		text, err := numericText(buf[:0], data)
-		if err != nil {
-			return binaryErr(data, dt, err.Error())
-		}
-		t := dt.(*arrow.Decimal128Type)
-		if s.Decimal, err = ParseDecimal(text, int(t.Precision), int(t.Scale)); err != nil {
-			return valueErr(text, dt, err.Error())
-		}
-		return nil
+		var err error
+		s.Decimal, err = readNumeric(dt.(*arrow.Decimal128Type), data)
+		return err
 	}
 	return fmt.Errorf("no binary reader for type oid %d into arrow type %s", oid, dt)
+}
+
+// readDate reads a date into a date32: days since 1970.
+func readDate(dt arrow.DataType, data []byte) (int64, error) {
+	if len(data) != 4 {
+		return 0, sizeErr(data, dt)
+	}
+	d := int64(int32(binary.BigEndian.Uint32(data)))
+	if d == math.MaxInt32 || d == math.MinInt32 {
+		return 0, infinityErr(dt, d > 0)
+	}
+	if d += pgEpochDays; d > math.MaxInt32 {
+		return 0, binaryErr(data, dt, "out of range")
+	}
+	return d, nil
+}
+
+// readNumeric reads a numeric into a decimal of type dt.
+func readNumeric(dt *arrow.Decimal128Type, data []byte) (decimal128.Num, error) {
+	var buf [64]byte
+	text, err := numericText(buf[:0], data)
+	if err != nil {
+		return decimal128.Num{}, binaryErr(data, dt, err.Error())
+	}
+	n, err := ParseDecimal(text, int(dt.Precision), int(dt.Scale))
+	if err != nil {
+		return decimal128.Num{}, valueErr(text, dt, err.Error())
+	}
+	return n, nil
 }
 
 // readTimestamp reads a timestamp or timestamptz (oid) into a timestamp

@@ -19,8 +19,9 @@
 //     stay in package iceberg.
 //
 // Goroutines: none. An Index is not safe for concurrent use: package
-// iceberg changes it from one goroutine at a time (the sink's caller);
-// a copy's parallel workers only build keys (the Append functions and
+// iceberg changes it from one goroutine at a time (the sink's caller, or
+// a copy worker committing a chunk under its copy's lock); a copy's
+// parallel workers otherwise only build keys (the Append functions and
 // Keys, one per worker), which touches no index.
 //
 // Invariants:
