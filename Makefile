@@ -29,7 +29,7 @@ test: setup build
 	@if [ -f bin/interop-report.txt ]; then cat bin/interop-report.txt; fi
 
 unit:
-	$(GO) test -count=1 ./decode/ ./mapping/ ./iceberg/ ./replication/
+	$(GO) test -count=1 ./decode/ ./mapping/ ./evolution/ ./iceberg/... ./parquetx/ ./tiering/ ./replication/
 
 lint:
 	gofmt -l . | tee /dev/stderr | (! read)
