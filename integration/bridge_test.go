@@ -43,6 +43,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	stopSpark()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -83,25 +84,31 @@ func s3Target(t *testing.T) target {
 	return target{name: "s3", warehouse: "s3://lake/wh", catalog: filepath.Join(t.TempDir(), "catalog.db"), s3: s3}
 }
 
-// bridge is a running pg2iceberg process.
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) log() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// bridge is a running pg2iceberg process; its log is its stdout and
+// stderr.
 type bridge struct {
-	cmd  *exec.Cmd
-	mu   sync.Mutex // guards out
-	out  bytes.Buffer
+	cmd *exec.Cmd
+	lockedBuffer
 	done chan struct{}
 	err  error
-}
-
-func (b *bridge) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.out.Write(p)
-}
-
-func (b *bridge) log() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.out.String()
 }
 
 func startBridge(t *testing.T, env []string, args ...string) *bridge {

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,15 +8,12 @@ import (
 	"io"
 	"math/big"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -205,178 +201,6 @@ func sumColumn(rows []row, col string) any {
 		s = "-" + s
 	}
 	return s
-}
-
-// sparkVersion is the pyspark that scripts/setup.sh installs, with the
-// iceberg-spark-runtime jar it links at <cache>/jars/iceberg-spark-runtime.jar.
-const sparkVersion = "3.5"
-
-// sparkJar finds the iceberg-spark-runtime jar scripts/setup.sh fetched.
-func sparkJar(t *testing.T) string {
-	t.Helper()
-	jar := os.Getenv("PG2ICEBERG_SPARK_JAR")
-	if jar == "" {
-		dir := os.Getenv("PG2ICEBERG_CACHE_DIR")
-		if dir == "" {
-			cache, err := os.UserCacheDir()
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir = filepath.Join(cache, "pg2iceberg")
-		}
-		jar = filepath.Join(dir, "jars", "iceberg-spark-runtime.jar")
-	}
-	if _, err := os.Stat(jar); err != nil {
-		t.Fatalf("no iceberg-spark-runtime jar (%v): run scripts/setup.sh, or set PG2ICEBERG_SPARK_JAR", err)
-	}
-	return jar
-}
-
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) log() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// sparkSession is a running readers/spark_session.py.
-type sparkSession struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan string   // answers; closed by the stdout reader when the process ends
-	quit   chan struct{} // closed at cleanup: the stdout reader stops sending
-	stderr *lockedBuffer
-	start  time.Time
-	ready  bool
-	// upAfter is how long the session took to start.
-	upAfter time.Duration
-}
-
-func startSpark(t *testing.T, uri, token, jar string) *sparkSession {
-	t.Helper()
-	tmp := t.TempDir()
-	s := &sparkSession{lines: make(chan string, 16), quit: make(chan struct{}), stderr: &lockedBuffer{}, start: time.Now()}
-	s.cmd = exec.Command("python3", mustAbs(t, "readers/spark_session.py"), "--rest-uri", uri, "--jar", jar, "--token-env", readerTokenEnv, "--tmp", tmp)
-	s.cmd.Dir = tmp
-	s.cmd.Env = append(os.Environ(), readerTokenEnv+"="+token)
-	s.cmd.Stderr = s.stderr
-	stdout, err := s.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start spark: %v", err)
-	}
-	go func() {
-		defer close(s.lines)
-		sc := bufio.NewScanner(stdout)
-		// A dump of rows holding 1.75 MB values (the type matrix's changelog)
-		// is one line of a few hundred MB.
-		sc.Buffer(make([]byte, 1<<20), 1<<30)
-		for sc.Scan() {
-			if line, ok := strings.CutPrefix(sc.Text(), "@@ "); ok {
-				select {
-				case s.lines <- line:
-				case <-s.quit:
-					return
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		close(s.quit)
-		_ = s.stdin.Close()
-		done := make(chan struct{})
-		go func() { _ = s.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("spark stderr:\n%s", tail(s.stderr.log(), 40))
-		}
-	})
-	return s
-}
-
-func (s *sparkSession) next(t *testing.T, within time.Duration) (string, bool) {
-	t.Helper()
-	select {
-	case line, ok := <-s.lines:
-		if !ok {
-			t.Errorf("spark session ended; stderr:\n%s", tail(s.stderr.log(), 40))
-		}
-		return line, ok
-	case <-time.After(within):
-		t.Errorf("spark session did not answer within %v; stderr:\n%s", within, tail(s.stderr.log(), 40))
-		return "", false
-	}
-}
-
-// wait waits for the session to be up.
-func (s *sparkSession) wait(t *testing.T) {
-	t.Helper()
-	if s.ready {
-		return
-	}
-	line, ok := s.next(t, 3*time.Minute)
-	var hello struct {
-		Ready bool   `json:"ready"`
-		Error string `json:"error"`
-	}
-	if !ok || json.Unmarshal([]byte(line), &hello) != nil || !hello.Ready {
-		t.Fatalf("spark did not start: %s %s", line, tail(s.stderr.log(), 40))
-	}
-	s.ready, s.upAfter = true, time.Since(s.start)
-}
-
-// do sends one request and decodes the result into out; false (with the
-// test marked failed) when Spark reports an error.
-func (s *sparkSession) do(t *testing.T, req any, out any) bool {
-	t.Helper()
-	s.wait(t)
-	b, err := json.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.stdin.Write(append(b, '\n')); err != nil {
-		t.Errorf("spark request: %v", err)
-		return false
-	}
-	line, ok := s.next(t, 5*time.Minute)
-	if !ok {
-		return false
-	}
-	var resp struct {
-		OK     bool            `json:"ok"`
-		Result json.RawMessage `json:"result"`
-		Error  string          `json:"error"`
-	}
-	if err := json.Unmarshal([]byte(line), &resp); err != nil || !resp.OK {
-		t.Errorf("spark %s: %s %v", b, resp.Error, err)
-		return false
-	}
-	if err := json.Unmarshal(resp.Result, out); err != nil {
-		t.Errorf("spark result of %s: %v", b, err)
-		return false
-	}
-	return true
 }
 
 // sparkTables lists namespaces and tables through the catalog.

@@ -1,24 +1,28 @@
 #!/usr/bin/env python3
-"""One Spark SQL session (pyspark, local[1]) attached to an Iceberg REST
-catalog as "pg", answering requests one JSON line at a time.
+"""One Spark SQL JVM (pyspark, local[1]) shared by the tests of a run, each
+with a session of its own attached to its own Iceberg REST catalog as "pg",
+answering requests one JSON line at a time.
 
-    spark_session.py --rest-uri http://127.0.0.1:8181 --jar iceberg-spark-runtime.jar \\
-        [--token-env VAR] [--tmp DIR]
+    spark_session.py --jar iceberg-spark-runtime.jar [--tmp DIR]
 
-stdin, one request per line:
-    {"op": "sql", "sql": "SELECT ..."}            -> canonical rows
-    {"op": "report", "orders": "pg.shop.orders VERSION AS OF 1",
+stdin, one request per line, each naming its session:
+    {"op": "open", "session": "s1", "uri": "http://127.0.0.1:8181",
+     "token": "..."}                               -> null; a new session
+        whose catalog "pg" is the REST catalog at uri (token optional)
+    {"op": "close", "session": "s1"}              -> null
+    {"op": "sql", "session": "s1", "sql": "SELECT ..."} -> canonical rows
+    {"op": "report", "session": "s1", "orders": "pg.shop.orders VERSION AS OF 1",
      "customers": "...", "changelog": "..."}      -> the interop report
-    {"op": "dump", "sql": "SELECT ..."}           -> rows in the canonical
-        forms of pyiceberg_dump.py, every type (see dump_rows_of)
-    {"op": "error", "sql": "SELECT ..."}          -> the error Spark raises
-        running it, or null when it runs
-    {"op": "schema", "sql": "SELECT ..."}         -> the result's columns as
-        Spark types them (see schema_of)
+    {"op": "dump", "session": "s1", "sql": "SELECT ..."} -> rows in the
+        canonical forms of pyiceberg_dump.py, every type (see dump_rows_of)
+    {"op": "error", "session": "s1", "sql": "SELECT ..."} -> the error Spark
+        raises running it, or null when it runs
+    {"op": "schema", "session": "s1", "sql": "SELECT ..."} -> the result's
+        columns as Spark types them (see schema_of)
 stdout, one answer per request, on a line starting with "@@ ":
     @@ {"ok": true, "result": ...}  or  @@ {"ok": false, "error": "..."}
-A line "@@ {"ready": true}" comes first, once the session is up. Spark
-logs go to stderr.
+A line "@@ {"ready": true}" comes first, once the JVM is up. Spark logs go
+to stderr. The token comes on stdin, never in the arguments.
 """
 
 import argparse
@@ -34,42 +38,55 @@ MARK = "@@ "
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--rest-uri", required=True)
     p.add_argument("--jar", required=True, help="the iceberg-spark-runtime jar")
-    p.add_argument("--token-env", help="environment variable holding the REST catalog's bearer token")
     p.add_argument("--tmp", help="directory for Spark's local files")
     return p.parse_args(argv)
 
 
-def session(args):
+# Per session: Spark caches loaded tables for 30s by default, and the tests
+# want each query to see the newest commit.
+SESSION_CONF = {
+    "spark.sql.catalog.pg": "org.apache.iceberg.spark.SparkCatalog",
+    "spark.sql.catalog.pg.type": "rest",
+    "spark.sql.catalog.pg.cache-enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "1",
+}
+
+
+def base_session(args):
     # pyspark turns TIMESTAMP values into naive datetimes in the process's
-    # time zone: make that UTC, like the session's.
+    # time zone: make that UTC, like the sessions'.
     os.environ["TZ"] = "UTC"
     time.tzset()
     from pyspark.sql import SparkSession
     b = (SparkSession.builder.master("local[1]").appName("pg2iceberg-interop")
          .config("spark.jars", args.jar)
          .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-         .config("spark.sql.catalog.pg", "org.apache.iceberg.spark.SparkCatalog")
-         .config("spark.sql.catalog.pg.type", "rest")
-         .config("spark.sql.catalog.pg.uri", args.rest_uri)
-         # Spark caches loaded tables for 30s by default; the test wants
-         # each query to see the newest commit.
-         .config("spark.sql.catalog.pg.cache-enabled", "false")
-         .config("spark.sql.session.timeZone", "UTC")
-         .config("spark.sql.shuffle.partitions", "1")
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.driver.memory", "1g"))
-    tok = interop.token(args)
-    if tok:
-        b = b.config("spark.sql.catalog.pg.token", tok)
+    for k, v in SESSION_CONF.items():
+        if k != "spark.sql.catalog.pg":  # no catalog pg in the base session
+            b = b.config(k, v)
     if args.tmp:
         b = (b.config("spark.local.dir", args.tmp)
              .config("spark.sql.warehouse.dir", os.path.join(args.tmp, "spark-warehouse")))
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def open_session(base, uri, token):
+    """A session of its own (its own SQL conf and catalogs, the JVM and
+    the extensions shared) whose catalog "pg" is the REST catalog at uri."""
+    s = base.newSession()
+    for k, v in SESSION_CONF.items():
+        s.conf.set(k, v)
+    s.conf.set("spark.sql.catalog.pg.uri", uri)
+    if token:
+        s.conf.set("spark.sql.catalog.pg.token", token)
+    return s
 
 
 def rows_of(spark):
@@ -130,41 +147,57 @@ def answer(obj):
     sys.stdout.flush()
 
 
+class Session:
+    def __init__(self, spark):
+        self.spark = spark
+        self.rows, self.dump, self.schema = rows_of(spark), dump_rows_of(spark), schema_of(spark)
+
+
+def handle(base, sessions, req):
+    op, name = req["op"], req["session"]
+    if op == "open":
+        sessions[name] = Session(open_session(base, req["uri"], req.get("token")))
+        return None
+    if op == "close":
+        sessions.pop(name, None)
+        return None
+    s = sessions.get(name)
+    if s is None:
+        raise ValueError(f"no open session {name!r}")
+    if op == "sql":
+        return s.rows(req["sql"])
+    if op == "dump":
+        return s.dump(req["sql"])
+    if op == "schema":
+        return s.schema(req["sql"])
+    if op == "error":
+        try:
+            s.spark.sql(req["sql"]).collect()
+            return None
+        except Exception as e:
+            return f"{type(e).__name__}: {e}"[:4000]
+    if op == "report":
+        return interop.sql_report(s.rows, req["orders"], req["customers"], req["changelog"])
+    raise ValueError(f"unknown op {op!r}")
+
+
 def main(argv):
     args = parse_args(argv)
     try:
-        spark = session(args)
+        base = base_session(args)
     except Exception as e:
         answer({"ready": False, "error": f"{type(e).__name__}: {e}"})
         return 1
-    rows, dump = rows_of(spark), dump_rows_of(spark)
-    schema = schema_of(spark)
+    sessions = {}
     answer({"ready": True})
     for line in sys.stdin:
         if not line.strip():
             continue
         try:
-            req = json.loads(line)
-            if req["op"] == "sql":
-                result = rows(req["sql"])
-            elif req["op"] == "dump":
-                result = dump(req["sql"])
-            elif req["op"] == "schema":
-                result = schema(req["sql"])
-            elif req["op"] == "error":
-                try:
-                    spark.sql(req["sql"]).collect()
-                    result = None
-                except Exception as e:
-                    result = f"{type(e).__name__}: {e}"[:4000]
-            elif req["op"] == "report":
-                result = interop.sql_report(rows, req["orders"], req["customers"], req["changelog"])
-            else:
-                raise ValueError(f"unknown op {req['op']!r}")
-            answer({"ok": True, "result": result})
+            answer({"ok": True, "result": handle(base, sessions, json.loads(line))})
         except Exception as e:  # report the failure, keep the session
             answer({"ok": False, "error": f"{type(e).__name__}: {e}"[:4000]})
-    spark.stop()
+    base.stop()
     return 0
 
 
