@@ -16,20 +16,33 @@ build:
 static:
 	bash scripts/build-static.sh
 
+# Every package but integration: the unit tests.
+UNIT_PKGS = $(shell $(GO) list ./... | grep -v /integration)
+# Coverage: the counters of the unit tests and of every bridge process the
+# integration tests start (built with -cover when PG2ICEBERG_COVERDIR is
+# set, see integration/bridge_test.go) land under bin/cover.
+COVERDIR = $(CURDIR)/bin/cover
+COVERPKG = github.com/pg2iceberg/pg2iceberg/...
+
 # Unit tests of the pure packages, then the end-to-end tests against a
 # throwaway PostgreSQL, versitygw and real readers, after setup and a check
 # of docker-compose.yml. The interop suite's reader x check table is printed
-# at the end.
+# at the end, then the coverage of every package, unit and integration
+# tests merged.
 test: setup build
 	$(GO) vet ./...
 	$(GO) vet -tags failpoints ./...
 	bash scripts/check-compose.sh
-	rm -f bin/interop-report.txt
-	PG2ICEBERG_INTEROP_REPORT=$(CURDIR)/bin/interop-report.txt $(GO) test -count=1 -timeout 40m ./...
+	rm -rf bin/interop-report.txt $(COVERDIR)
+	mkdir -p $(COVERDIR)/unit $(COVERDIR)/bridge
+	PG2ICEBERG_INTEROP_REPORT=$(CURDIR)/bin/interop-report.txt PG2ICEBERG_COVERDIR=$(COVERDIR)/bridge \
+		$(GO) test -count=1 -timeout 40m -cover -coverpkg=$(COVERPKG) ./... -args -test.gocoverdir=$(COVERDIR)/unit
 	@if [ -f bin/interop-report.txt ]; then cat bin/interop-report.txt; fi
+	@echo "coverage (unit and integration tests):"
+	@$(GO) tool covdata percent -i=$(COVERDIR)/unit,$(COVERDIR)/bridge
 
 unit:
-	$(GO) test -count=1 ./decode/ ./mapping/ ./evolution/ ./iceberg/... ./parquetx/ ./tiering/ ./replication/
+	$(GO) test -count=1 $(UNIT_PKGS)
 
 lint:
 	gofmt -l . | tee /dev/stderr | (! read)

@@ -36,16 +36,38 @@ func TestMain(m *testing.M) {
 	binPath = filepath.Join(dir, "pg2iceberg")
 	// failpoints: the crash tests set PG2ICEBERG_TEST_CRASH (see
 	// iceberg/crash_failpoints.go), which only such a build reads.
-	build := exec.Command("go", "build", "-tags", "failpoints", "-o", binPath, "..")
+	build := exec.Command("go", buildArgs(binPath)...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build pg2iceberg:", err)
 		os.Exit(1)
 	}
+	if coverDir != "" {
+		// Every process started from here on inherits it: each bridge
+		// that exits (not one killed) writes its counters there.
+		if err := os.Setenv("GOCOVERDIR", coverDir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	code := m.Run()
 	stopSpark()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// coverDir, from PG2ICEBERG_COVERDIR (make test sets it), has the bridge
+// built with coverage of every package of the module; make test merges
+// the counters the bridges write there with the unit tests' (go tool
+// covdata percent).
+var coverDir = os.Getenv("PG2ICEBERG_COVERDIR")
+
+func buildArgs(out string) []string {
+	args := []string{"build", "-tags", "failpoints", "-o", out}
+	if coverDir != "" {
+		args = append(args, "-cover", "-coverpkg=github.com/pg2iceberg/pg2iceberg/...")
+	}
+	return append(args, "..")
 }
 
 // target is where a test's bridge writes.
@@ -125,8 +147,15 @@ func startBridge(t *testing.T, env []string, args ...string) *bridge {
 		select {
 		case <-b.done:
 		default:
-			_ = b.cmd.Process.Kill()
-			<-b.done
+			// SIGTERM first, so that a bridge still running (a serve) ends
+			// as it would and writes its coverage counters.
+			_ = b.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-b.done:
+			case <-time.After(5 * time.Second):
+				_ = b.cmd.Process.Kill()
+				<-b.done
+			}
 		}
 		if t.Failed() {
 			t.Logf("bridge log:\n%s", tail(b.log(), 60))
