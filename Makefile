@@ -1,7 +1,7 @@
 # pg2iceberg — see README.md.
 GO ?= go
 
-.PHONY: setup build static test unit integration lint demo bench bench-ab clean
+.PHONY: setup build static test test-long unit integration lint demo bench bench-ab clean
 
 # Installs what is missing (idempotent; under a second when all is there).
 # make test and make demo run it first, so on a fresh machine they are the
@@ -28,7 +28,7 @@ COVERPKG = github.com/pg2iceberg/pg2iceberg/...
 # throwaway PostgreSQL, versitygw and real readers, after setup and a check
 # of docker-compose.yml. The interop suite's reader x check table is printed
 # at the end, then the coverage of every package, unit and integration
-# tests merged.
+# tests merged. The heavy tests run in a short form (see test-long).
 test: setup build
 	$(GO) vet ./...
 	$(GO) vet -tags failpoints ./...
@@ -40,6 +40,12 @@ test: setup build
 	@if [ -f bin/interop-report.txt ]; then cat bin/interop-report.txt; fi
 	@echo "coverage (unit and integration tests):"
 	@$(GO) tool covdata percent -i=$(COVERDIR)/unit,$(COVERDIR)/bridge
+
+# The integration tests with the heavy ones at full size (PG2ICEBERG_LONG=1:
+# the 5,000,000-row backfill, the 1,000,000-row transaction, ...; see size
+# in integration/bridge_test.go); not part of make test.
+test-long: setup build
+	PG2ICEBERG_LONG=1 $(GO) test -count=1 -timeout 60m ./integration/
 
 unit:
 	$(GO) test -count=1 $(UNIT_PKGS)

@@ -19,14 +19,15 @@ import (
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
 )
 
-// A 5,000,000-row table is backfilled by parallel workers while a write
+// A 5,000,000-row table (1,000,000 under make test: four chunks of 2,048
+// pages for two workers) is backfilled by parallel workers while a write
 // load updates and deletes its rows; the bridge is killed with SIGKILL
 // after the copy committed its first chunk and restarted: it copies only
 // the chunks not committed (in a new snapshot, the stream replaying every
 // change since the first), and afterwards the mirror equals Postgres row
 // for row (compared by an ordered digest of every row).
 func TestBackfillUnderLoadWithKill(t *testing.T) {
-	const rows = 5_000_000
+	rows := int64(size(1_000_000, 5_000_000))
 	ctx := context.Background()
 	pg, conn := startSource(t, fmt.Sprintf(`
 		CREATE TABLE big (id bigint PRIMARY KEY, n int NOT NULL, v text NOT NULL);

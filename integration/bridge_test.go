@@ -70,6 +70,19 @@ func buildArgs(out string) []string {
 	return append(args, "..")
 }
 
+// long, from PG2ICEBERG_LONG (make test-long sets it), runs the heavy
+// tests at full size; make test runs them in a short form that makes the
+// same assertions on less data.
+var long = os.Getenv("PG2ICEBERG_LONG") != ""
+
+// size is full under make test-long and short otherwise.
+func size(short, full int) int {
+	if long {
+		return full
+	}
+	return short
+}
+
 // target is where a test's bridge writes.
 type target struct {
 	name      string
@@ -235,7 +248,13 @@ func writeLoad(t *testing.T, pg *harness.Postgres, pause time.Duration, step fun
 // startSource starts a throwaway Postgres, runs sql in it and connects.
 func startSource(t *testing.T, sql string) (*harness.Postgres, *pgx.Conn) {
 	t.Helper()
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
+	return startSourceWith(t, nil, sql)
+}
+
+// startSourceWith is startSource with extra postgresql.conf settings.
+func startSourceWith(t *testing.T, settings map[string]string, sql string) (*harness.Postgres, *pgx.Conn) {
+	t.Helper()
+	pg := harness.StartPostgresT(t, harness.PostgresOptions{Settings: settings})
 	if err := pg.Exec(context.Background(), sql); err != nil {
 		t.Fatal(err)
 	}
