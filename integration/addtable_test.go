@@ -11,6 +11,7 @@ import (
 // A table added to the publication while the bridge streams, under a
 // concurrent write load on it, is copied and then ends equal to Postgres.
 func TestTableAddedWhileStreaming(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, shopSchema+`
 		CREATE TABLE shop.later (id int PRIMARY KEY, v text, n int);
 		INSERT INTO shop.later SELECT g, 'v' || g, 0 FROM generate_series(1, 20000) g;`)

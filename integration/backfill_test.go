@@ -27,6 +27,7 @@ import (
 // change since the first), and afterwards the mirror equals Postgres row
 // for row (compared by an ordered digest of every row).
 func TestBackfillUnderLoadWithKill(t *testing.T) {
+	t.Parallel()
 	rows := int64(size(1_000_000, 5_000_000))
 	ctx := context.Background()
 	pg, conn := startSource(t, fmt.Sprintf(`

@@ -12,6 +12,7 @@ import (
 // The changelog keeps its history, records the resync as one R row, and
 // still gets the changes made while the bridge was stopped.
 func TestBackfillCommand(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, shopSchema)
 	tg := localTarget(t)
 	common := append([]string{"--source", pg.SuperURL("postgres"), "--publication", "shop_pub"}, tg.args()...)

@@ -8,6 +8,7 @@ import (
 // The catalog can live in any PostgreSQL (a SQL catalog): here a second
 // database of the source server; iceberg-go reads the tables back from it.
 func TestPostgresCatalog(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, shopSchema)
 	exec1(t, conn, `CREATE DATABASE lake`)
 	tg := target{name: "pg-catalog", warehouse: filepath.Join(t.TempDir(), "wh"), catalog: pg.SuperURL("lake")}

@@ -26,6 +26,7 @@ func runOnce(t *testing.T, args ...string) (string, error) {
 // Preflight failures name the problem and print the SQL that fixes it, and
 // never echo the password.
 func TestPreflightErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
 	if err := pg.Exec(ctx, `CREATE TABLE shapes (id int PRIMARY KEY, p point);
@@ -81,6 +82,7 @@ func TestPreflightErrors(t *testing.T) {
 // The bridge survives its replication connection being terminated, the
 // status command reports slot lag and watermarks, and /metrics answers.
 func TestReconnectStatusMetrics(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, shopSchema)
 	tg := localTarget(t)
 	addr := freeAddr(t)

@@ -13,6 +13,7 @@ import (
 // and each at its line, before a slot or an Iceberg table exists: a
 // misspelt exclude must not ship the column it meant to keep out.
 func TestConfigTyposRefused(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE SCHEMA app;
 		CREATE TABLE app.users (id int PRIMARY KEY, email text, ssn text, balance numeric);
 		INSERT INTO app.users VALUES (1, 'a@example.com', '078-05-1120', 10);

@@ -56,6 +56,7 @@ func emitDDL(t *testing.T, c *pgx.Conn, content string) {
 // a subtransaction of a streamed transaction, and a role's DDL on its own
 // table still works.
 func TestForgedDDLEvents(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pg := harness.StartPostgresT(t, harness.PostgresOptions{Settings: map[string]string{"logical_decoding_work_mem": "64kB"}})
 	if err := pg.Exec(ctx, `CREATE TABLE people (id int PRIMARY KEY, name text, age int);
@@ -224,6 +225,7 @@ func TestForgedDDLEvents(t *testing.T) {
 // running setup again upgrades it in place, and a rename is exact again;
 // --uninstall removes the key with the rest.
 func TestDDLCaptureUpgrade(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	old, err := os.ReadFile("testdata/ddl_capture_v1.sql")
 	if err != nil {

@@ -64,6 +64,7 @@ func icegoColumns(t *testing.T, tg target, name string) string {
 // Spark) to before a rename reads the old schema and values; uninstall
 // removes the capture.
 func TestDDLCapture(t *testing.T) {
+	t.Parallel()
 	began := time.Now()
 	ctx := context.Background()
 	jar := sparkJar(t)

@@ -27,6 +27,7 @@ import (
 // table is copied again so existing rows show their converted values. The
 // changelog's structs follow, and it records the resync.
 func TestTypeChangePolicy(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE SCHEMA pol;
 		CREATE TABLE pol.items (id int PRIMARY KEY, code text, qty int);
 		INSERT INTO pol.items SELECT g, (g * 7)::text, g FROM generate_series(1, 200) g;
@@ -115,6 +116,7 @@ func checkRetypedMirror(t *testing.T, tg target, conn *pgx.Conn, table string) {
 // that is not built in as well; a generated column and a column a
 // publication column list leaves out are not added.
 func TestAddColumnAtCommit(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TYPE mood AS ENUM ('sad', 'ok');
 		CREATE TABLE people (id int PRIMARY KEY, name text);
 		INSERT INTO people SELECT g, 'p' || g FROM generate_series(1, 50) g;
@@ -145,6 +147,7 @@ func TestAddColumnAtCommit(t *testing.T) {
 // RENAME TABLE and SET SCHEMA rename the mirror and the changelog in the
 // catalog, with their data, and a restart goes on under the new name.
 func TestRenameTable(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
 		INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 20) g;
 		CREATE SCHEMA arch;
@@ -214,6 +217,7 @@ func TestRenameTable(t *testing.T) {
 // drop and marks them in their properties; drop removes them. The bridge
 // goes on with the other tables, also after a restart.
 func TestDropTablePolicy(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pg, conn := startSource(t, `CREATE TABLE a (id int PRIMARY KEY, v text);
 		CREATE TABLE b (id int PRIMARY KEY, v text);
@@ -281,6 +285,7 @@ func TestDropTablePolicy(t *testing.T) {
 // transaction's commit, and at start for a change made while the bridge
 // was stopped. Deletes, which carry only the key, then find their rows.
 func TestKeyChange(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pg, conn := startSource(t, `CREATE TABLE k (a int NOT NULL, b int NOT NULL, v text, PRIMARY KEY (a));
 		INSERT INTO k SELECT g, g * 10, 'v' || g FROM generate_series(1, 100) g;
@@ -338,6 +343,7 @@ func TestKeyChange(t *testing.T) {
 // step pyiceberg and Spark SQL read the mirror (and Spark the changelog)
 // with Postgres's columns and values, and the renamed field keeps its ID.
 func TestRenamesUnderLoad(t *testing.T) {
+	t.Parallel()
 	jar := sparkJar(t)
 	pg, conn := startSource(t, `CREATE TABLE r (id int PRIMARY KEY, a text, n int);
 		INSERT INTO r SELECT g, 'a' || g, 0 FROM generate_series(1, 200) g;
@@ -398,6 +404,7 @@ func TestRenamesUnderLoad(t *testing.T) {
 // (pg2iceberg.recopy) before it runs: killed during it, the bridge copies
 // the table again at the next start, and existing rows show the default.
 func TestRecopyAfterKill(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
 		INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 100) g;
 		CREATE PUBLICATION rc_pub FOR TABLE t;`)
@@ -430,6 +437,7 @@ func TestRecopyAfterKill(t *testing.T) {
 // copied after that transaction commits; changes after the copy reach it,
 // the changelog misses none, and a restart keeps it.
 func TestKeyGained(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE nk (a int NOT NULL, v text);
 		INSERT INTO nk SELECT g, 'v' || g FROM generate_series(1, 50) g;
 		CREATE PUBLICATION nk_pub FOR TABLE nk;`)
@@ -481,6 +489,7 @@ func changelogOps(t *testing.T, tg target, table string) string {
 // mirror made and copied at the next start; its changelog, which has
 // history, still records the changes made while the bridge was stopped.
 func TestKeyGainedWhileStopped(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE nk (a int NOT NULL, v text);
 		INSERT INTO nk SELECT g, 'v' || g FROM generate_series(1, 20) g;
 		CREATE PUBLICATION nk_pub FOR TABLE nk;`)
@@ -512,6 +521,7 @@ func TestKeyGainedWhileStopped(t *testing.T) {
 // ends equal to Postgres and the changelog holds each change once. Point 1
 // kills after the mirror's schema commit, point 2 after the changelog's.
 func TestTypeChangeCrash(t *testing.T) {
+	t.Parallel()
 	for _, crash := range []string{"after-schema:1", "after-schema:2"} {
 		t.Run(crash, func(t *testing.T) {
 			pg, conn := startSource(t, `CREATE SCHEMA tc;

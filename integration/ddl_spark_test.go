@@ -319,6 +319,7 @@ func walLSN(t *testing.T, conn *pgx.Conn) pglogrepl.LSN {
 // nested tables' files, iceberg-spark-runtime 1.10.1 fails there with
 // "BigIntVector cannot be cast to IntVector" (apache/iceberg#16341).
 func TestSparkVectorizedPromotionNested(t *testing.T) {
+	t.Parallel()
 	jar := sparkJar(t)
 	pg, conn := startSource(t, `CREATE TABLE docs (id int PRIMARY KEY, n int, tags text[], title text);
 		INSERT INTO docs SELECT g, g * 7, CASE WHEN g % 5 = 0 THEN NULL WHEN g % 5 = 1 THEN '{}' ELSE ARRAY['t' || g, NULL, 'u'] END, 'doc ' || g

@@ -55,6 +55,7 @@ func names(fs []field) string {
 // old schema and values, and an incompatible change stops the bridge
 // before anything wrong is written.
 func TestSchemaEvolution(t *testing.T) {
+	t.Parallel()
 	began := time.Now()
 	ctx := context.Background()
 	jar := sparkJar(t)

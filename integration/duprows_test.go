@@ -51,6 +51,7 @@ func checkBag(t *testing.T, tg target, mirror string, want []row) {
 // that appear while streaming never stop the bridge: one whose columns
 // cannot all be compared (an array) gets a changelog only, with a warning.
 func TestDuplicateRows(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE dup (a int, b text, c numeric(10,2));
 		ALTER TABLE dup REPLICA IDENTITY FULL;
 		INSERT INTO dup VALUES (1, 'x', 1.5), (1, 'x', 1.5), (1, 'x', 1.5), (2, NULL, NULL), (2, NULL, NULL),
@@ -150,6 +151,7 @@ func TestDuplicateRows(t *testing.T) {
 // the whole row at the ALTER's commit, before the next UPDATE, and set on
 // a table without a key gives it a mirror.
 func TestDeferrableKey(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pg, conn := startSource(t, `CREATE TABLE df (id int PRIMARY KEY DEFERRABLE INITIALLY DEFERRED, v text);
 		ALTER TABLE df REPLICA IDENTITY FULL;

@@ -14,6 +14,7 @@ import (
 // manifest list cannot be read or removed) does not stop the bridge: the
 // data commit stands, the failure is logged and counted, the stream goes on.
 func TestExpiryFailureKeepsStreaming(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
 		INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 100) g;
 		CREATE PUBLICATION ex_pub FOR TABLE t;`)

@@ -13,6 +13,7 @@ import (
 // it writes anything, with an error naming the holder; the mirror has every
 // row once. backfill --table is refused the same way while a bridge runs.
 func TestTwoBridgesAtOnce(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, shopSchema)
 	tg := localTarget(t)
 	common := append([]string{"--source", pg.SuperURL("postgres"), "--publication", "shop_pub"}, tg.args()...)
@@ -81,6 +82,7 @@ func TestTwoBridgesAtOnce(t *testing.T) {
 // lost and reopened, the bridge takes the lease again, and stops when
 // another session took it in the meantime.
 func TestLeaseRetakenAfterReconnect(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
 		INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 50) g;
 		CREATE PUBLICATION lr_pub FOR TABLE t;`)

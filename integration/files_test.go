@@ -195,6 +195,7 @@ func TestAbandonedSpeculationFiles(t *testing.T) {
 // directory and leaves the SQLite catalog checkpointed, with no WAL
 // content, so that a copy of catalog.db alone holds the latest metadata.
 func TestLeftoversAfterStop(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
 		INSERT INTO t SELECT g, 'v' FROM generate_series(1, 100) g;
 		CREATE PUBLICATION t_pub FOR TABLE t;`)
@@ -287,6 +288,7 @@ func catalogMetadataLocation(t *testing.T, path, ns, name string) string {
 // A copy stopped halfway (SIGTERM during pg2iceberg backfill --table)
 // deletes the files its writers wrote: no commit took them.
 func TestAbandonedCopyFiles(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
 		INSERT INTO t SELECT g, repeat('v', 50) FROM generate_series(1, 1000000) g;
 		CREATE PUBLICATION t_pub FOR TABLE t;`)

@@ -10,6 +10,7 @@ import (
 // one-line error, not the command's help; a --memory-limit that is
 // mistyped or overflows is refused before anything starts.
 func TestFlags(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
 		CREATE PUBLICATION fl_pub FOR TABLE t;`)
 	tg := localTarget(t)

@@ -12,6 +12,7 @@ import (
 // ALTER DEFAULT PRIVILEGES that keeps it from happening again; after the
 // GRANT the next start copies the table.
 func TestNewTableWithoutGrant(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE ROLE app LOGIN;
 		CREATE ROLE bridge LOGIN REPLICATION PASSWORD 'bridge-pw';
 		CREATE SCHEMA app AUTHORIZATION app;

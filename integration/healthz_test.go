@@ -14,6 +14,7 @@ import (
 // answers during the copies at startup too. The copy is held open by a
 // transaction that keeps the table sync's temporary slot from being made.
 func TestHealthz(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pg, conn := startSource(t, `CREATE TABLE a (id int PRIMARY KEY, v text);
 		CREATE TABLE b (id int PRIMARY KEY, v text);

@@ -22,6 +22,7 @@ import (
 // that do not record their source table yet (written before it was
 // recorded) are adopted at start, not copied again.
 func TestTableRecreated(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []string{"keep", "drop"} {
 		t.Run(policy, func(t *testing.T) {
 			ctx := context.Background()

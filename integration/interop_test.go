@@ -214,6 +214,7 @@ func pgCountSum(t *testing.T, conn *pgx.Conn, sql string) (any, any) {
 // and return what PostgreSQL returns. Then Spark reads while `run` keeps
 // committing, and travels back in time.
 func TestInterop(t *testing.T) {
+	t.Parallel()
 	began := time.Now()
 	ctx := context.Background()
 	jar := sparkJar(t)

@@ -36,6 +36,7 @@ func (b *bridge) kill() {
 // is live twice. With the DDL capture the key changes while streaming;
 // without it, at the start that finds it.
 func TestKeyChangeStaleIndex(t *testing.T) {
+	t.Parallel()
 	for _, capture := range []bool{true, false} {
 		name := "at start"
 		if capture {

@@ -13,6 +13,7 @@ import (
 // reading every row for nothing; its changelog records the inserts; and
 // backfill --table on it is an error that says why.
 func TestKeylessTable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pg, conn := startSource(t, `CREATE TABLE docs (id int, body text);
 		INSERT INTO docs SELECT g, 'doc ' || g FROM generate_series(1, 1000) g;

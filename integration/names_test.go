@@ -15,6 +15,7 @@ import (
 // hyphen, 63 characters) stream: pgoutput gets the name exactly, and the
 // derived slot name is a valid one of its own for each.
 func TestPublicationNames(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `SELECT 1`)
 	tg := localTarget(t)
 	slots := map[string]string{}
@@ -71,6 +72,7 @@ func activeSlot(t *testing.T, conn *pgx.Conn, b *bridge) string {
 // changelog): the start fails before any table is created, naming both, and
 // so does t__changelog joining the publication later.
 func TestChangelogNameCollision(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
 		CREATE TABLE t__changelog (id int PRIMARY KEY, w text);
 		INSERT INTO t VALUES (1, 'a'); INSERT INTO t__changelog VALUES (1, 'b');

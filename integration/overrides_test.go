@@ -16,6 +16,7 @@ import (
 // lossy: allow stops the bridge on a value that does not fit, naming
 // table, column and key, with nothing committed.
 func TestOverrides(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TYPE mood AS ENUM ('sad', 'ok');
 		CREATE TABLE t (id int PRIMARY KEY, amount numeric, secret text, pt point, doc jsonb, at timestamp);
 		INSERT INTO t VALUES (1, 1.005, 'hush', '(1,2)', '{"a": 1}', '2018-11-04 01:30:00'), (2, 7, 'hush', NULL, NULL, '2018-03-11 02:30:00');

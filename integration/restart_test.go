@@ -10,6 +10,7 @@ import (
 // tables copies the rest, each in a snapshot of its own; a clean restart loads the persisted key index; a lost
 // slot is recreated and the new copy replaces the mirror's old rows.
 func TestRestarts(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, shopSchema)
 	tg := localTarget(t)
 	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)

@@ -86,6 +86,7 @@ func checkUsers(t *testing.T, tg target, conn *pgx.Conn, bID int, step string) {
 // NULL and leaving c and d out. The next run streams on; the changelog
 // keeps the changes made before the rename under the renamed field.
 func TestBackfillAfterSchemaChange(t *testing.T) {
+	t.Parallel()
 	conn, tg, common, run, b := startUsers(t, "")
 	exec1(t, conn, `UPDATE app.users SET b = 'early ' || id WHERE id BETWEEN 100 AND 110`)
 	waitCaughtUp(t, conn, usersSlot, b)
@@ -146,6 +147,7 @@ func TestBackfillAfterSchemaChange(t *testing.T) {
 // --table, then run) brings the mirror back to PostgreSQL and streaming
 // continues.
 func TestRenameWithoutCapture(t *testing.T) {
+	t.Parallel()
 	conn, tg, common, run, b := startUsers(t, "")
 	waitCaughtUp(t, conn, usersSlot, b)
 	bID := fieldIDs(t, tg, "app.users")["b"]

@@ -40,6 +40,7 @@ func leaks(text, password string) []string {
 // shows in the bridge's stderr, its exit error, status output, /metrics or
 // /status: not when it is wrong, not when it works.
 func TestSecretsNeverShown(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
 		CREATE PUBLICATION sec_pub FOR TABLE t;
 		CREATE ROLE app LOGIN REPLICATION PASSWORD 'Right-Passw0rd-kq';

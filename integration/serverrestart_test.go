@@ -10,6 +10,7 @@ import (
 // restart (ADD COLUMN ... DEFAULT copies the table again) works, and the
 // mirror equals Postgres.
 func TestServerRestart(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
 		INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 50) g;
 		CREATE PUBLICATION sr_pub FOR TABLE t;`)

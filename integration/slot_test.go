@@ -11,6 +11,7 @@ import (
 // An idle publication must not hold WAL back: with writes only to an
 // unpublished table, the slot's confirmed_flush_lsn keeps advancing.
 func TestIdlePublicationAdvancesSlot(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, shopSchema)
 	tg := localTarget(t)
 	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)...)
@@ -37,6 +38,7 @@ func TestIdlePublicationAdvancesSlot(t *testing.T) {
 // well: the server streams past 4 MB (logical_decoding_work_mem) there,
 // 64 MB (the default) under make test-long.
 func TestLargeTransaction(t *testing.T) {
+	t.Parallel()
 	rows := size(100_000, 1_000_000)
 	var settings map[string]string
 	if !long {

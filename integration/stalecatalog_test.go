@@ -87,7 +87,10 @@ func checkUsersEqual(t *testing.T, tg target, conn *pgx.Conn, step string) {
 // the slot's position, is flagged nowhere. Then the same restore once more,
 // taken out with --on-stale-table=recopy; repair afterwards does not point
 // the catalog back at the older branch.
-func TestRestoredCatalog(t *testing.T) { restoredCatalog(t, localTarget(t), true) }
+func TestRestoredCatalog(t *testing.T) {
+	t.Parallel()
+	restoredCatalog(t, localTarget(t), true)
+}
 
 // The same on S3, where the check lists each table's metadata with one
 // request: refused, flagged, repaired.
@@ -194,6 +197,7 @@ func restoredCatalog(t *testing.T, tg target, recopy bool) {
 // acknowledged, so neither status nor the next start takes it for a
 // restored catalog, and the start streams the changes again.
 func TestFailedCommitIsNotStale(t *testing.T) {
+	t.Parallel()
 	conn, tg, common, run, b := startUsers(t, "")
 	waitCaughtUp(t, conn, usersSlot, b)
 	for _, kill := range []bool{false, true} {

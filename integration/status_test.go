@@ -17,6 +17,7 @@ import (
 // where the stream starts after a restart (the slot's confirmed
 // position) and where the bridge stopped, never 0/0.
 func TestStatusAfterCopy(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pg, conn := startSource(t, `CREATE TABLE shapes (id int PRIMARY KEY, p point);
 		INSERT INTO shapes VALUES (1, '(1,2)'), (2, '(3,4)');

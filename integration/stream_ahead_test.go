@@ -24,6 +24,7 @@ import (
 // every change of each transaction once, with its commit LSN and time: read
 // by pyiceberg, iceberg-go and DuckDB.
 func TestStreamedTransactionAhead(t *testing.T) {
+	t.Parallel()
 	pg := harness.StartPostgresT(t, harness.PostgresOptions{Settings: map[string]string{"logical_decoding_work_mem": "64kB"}})
 	if err := pg.Exec(context.Background(), `CREATE TABLE big (id int PRIMARY KEY, v text, n bigint);
 		CREATE TABLE small (id int PRIMARY KEY, v text);
@@ -200,6 +201,7 @@ print(con.execute("SELECT count(*), count(DISTINCT lsn), count(DISTINCT commit_t
 // the changelog once: what it wrote ahead was never committed, and the
 // server sends the transaction again.
 func TestStreamedTransactionAheadCrash(t *testing.T) {
+	t.Parallel()
 	for _, crash := range []string{"spec-change:20000", "spec-commit:1"} {
 		t.Run(crash, func(t *testing.T) {
 			pg := harness.StartPostgresT(t, harness.PostgresOptions{Settings: map[string]string{"logical_decoding_work_mem": "64kB"}})
@@ -259,6 +261,7 @@ func TestStreamedTransactionAheadCrash(t *testing.T) {
 // changed. The mirror ends equal to PostgreSQL, each change once in the
 // changelog.
 func TestStreamedTransactionsInterleaved(t *testing.T) {
+	t.Parallel()
 	pg := harness.StartPostgresT(t, harness.PostgresOptions{Settings: map[string]string{"logical_decoding_work_mem": "64kB"}})
 	if err := pg.Exec(context.Background(), `CREATE TABLE big (id int PRIMARY KEY, v text, n bigint);
 		INSERT INTO big SELECT g, 'old ' || g, g FROM generate_series(1, 10000) g;

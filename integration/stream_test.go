@@ -275,12 +275,24 @@ func waitSlot(t *testing.T, conn *pgx.Conn, slot string, b *bridge) {
 	t.Fatalf("slot %s not streaming within 3 minutes; log:\n%s", slot, tail(b.log(), 40))
 }
 
-func TestMixedWorkloadLocal(t *testing.T) { runMixed(t, localTarget(t), "") }
+func TestMixedWorkloadLocal(t *testing.T) {
+	t.Parallel()
+	runMixed(t, localTarget(t), "")
+}
 
 func TestMixedWorkloadS3(t *testing.T) { runMixed(t, s3Target(t), "") }
 
-func TestCrashMidBatch(t *testing.T) { runMixed(t, localTarget(t), "mid-batch:400") }
+func TestCrashMidBatch(t *testing.T) {
+	t.Parallel()
+	runMixed(t, localTarget(t), "mid-batch:400")
+}
 
-func TestCrashBeforeCommit(t *testing.T) { runMixed(t, localTarget(t), "before-commit:3") }
+func TestCrashBeforeCommit(t *testing.T) {
+	t.Parallel()
+	runMixed(t, localTarget(t), "before-commit:3")
+}
 
-func TestCrashAfterCommitBeforeAck(t *testing.T) { runMixed(t, localTarget(t), "after-commit:4") }
+func TestCrashAfterCommitBeforeAck(t *testing.T) {
+	t.Parallel()
+	runMixed(t, localTarget(t), "after-commit:4")
+}

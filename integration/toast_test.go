@@ -15,6 +15,7 @@ import (
 // them intact in the mirror and the changelog's after image, under REPLICA
 // IDENTITY DEFAULT (read back from the mirror) and FULL (old tuple).
 func TestUnchangedToast(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
 	// random-ish text so TOAST stores it out of line, uncompressible

@@ -81,6 +81,7 @@ func pgMD5(t *testing.T, conn *pgx.Conn, id int) string {
 // has body NULL and names it in unavailable, and the bridge goes on. Here
 // the re-copy is the one ADD COLUMN ... DEFAULT starts while streaming.
 func TestUnchangedToastAfterDefaultRecopy(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, toastDocs+`INSERT INTO docs SELECT g, 0, `+bigBody+` FROM generate_series(1, 3) g;`)
 	tg := localTarget(t)
 	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "docs_pub", "--flush-interval", "1s"}, tg.args()...)...)
@@ -107,6 +108,7 @@ func TestUnchangedToastAfterDefaultRecopy(t *testing.T) {
 // bridge was stopped is older than the copy, so the next run applies it to
 // the changelog only.
 func TestUnchangedToastAfterBackfill(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, toastDocs+`INSERT INTO docs SELECT g, 0, `+bigBody+` FROM generate_series(1, 3) g;`)
 	tg := localTarget(t)
 	common := append([]string{"--source", pg.SuperURL("postgres"), "--publication", "docs_pub"}, tg.args()...)
@@ -171,6 +173,7 @@ func startResumedCopy(t *testing.T, tg target, args []string, conn *pgx.Conn, wh
 // mirror leaves the updated row out, the DELETE settles it, and the bridge
 // goes on without a re-copy.
 func TestUnchangedToastResumedCopy(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, resumedCopySource)
 	tg := localTarget(t)
 	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "docs_pub", "--flush-interval", "1s", "--backfill-workers", "1"}, tg.args()...)
@@ -192,6 +195,7 @@ func TestUnchangedToastResumedCopy(t *testing.T) {
 // the mirror cannot be exact from the stream, so once the stream passes
 // the copy's second snapshot the table is copied again.
 func TestUnchangedToastMovedDuringResumedCopy(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, resumedCopySource)
 	tg := localTarget(t)
 	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "docs_pub", "--flush-interval", "1s", "--backfill-workers", "1"}, tg.args()...)

@@ -85,6 +85,7 @@ func sharedFiles(a, b map[string]icego.ManifestEntryContent) []string {
 // TRUNCATE (here: the same transaction) are dropped with it; rows written
 // after it, some then updated and deleted, are kept.
 func TestTruncateRemovesFiles(t *testing.T) {
+	t.Parallel()
 	const limit = 128 << 20
 	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v int);
 		CREATE TABLE r (id int PRIMARY KEY, v int);

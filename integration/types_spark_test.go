@@ -35,6 +35,7 @@ const sparkRules = `rules:
 // columns last) included, and its last after image of each row equals
 // PostgreSQL's row.
 func TestTypeMatrixSpark(t *testing.T) {
+	t.Parallel()
 	began := time.Now()
 	jar := sparkJar(t)
 	cfg := filepath.Join(t.TempDir(), "pg2iceberg.yaml")

@@ -219,6 +219,7 @@ func typeRows() [][]string {
 }
 
 func TestTypeMatrix(t *testing.T) {
+	t.Parallel()
 	m := startTypeMatrix(t)
 	waitCaughtUp(t, m.conn, typesSlot, m.b)
 	compareTypeMatrix(t, m.tg, m.conn, m.cols, "after the initial copy")
@@ -233,6 +234,7 @@ func TestTypeMatrix(t *testing.T) {
 // columns written last included, or from the spool where a speculation is
 // given up (an UPDATE leaving a TOASTed value unchanged).
 func TestTypeMatrixStreamed(t *testing.T) {
+	t.Parallel()
 	m := startTypeMatrixOf(t, nil, map[string]string{"logical_decoding_work_mem": "64kB"})
 	waitCaughtUp(t, m.conn, typesSlot, m.b)
 	m.stream(t)
@@ -483,6 +485,7 @@ func digestRows(rows []row) []row {
 // TestBuiltinTypesMatchCatalog: mapping knows built-in types by OID; the
 // catalog must describe each the same way (name, kind, element type).
 func TestBuiltinTypesMatchCatalog(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
 	conn := pgConn(t, pg)
@@ -531,6 +534,7 @@ func TestBuiltinTypesMatchCatalog(t *testing.T) {
 // enums, extension types), and fails, naming schema.table.column, on a type
 // with no mapping or a key column that would not be a single value.
 func TestPreflightTypes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pg := harness.StartPostgresT(t, harness.PostgresOptions{})
 	conn := pgConn(t, pg)
@@ -638,6 +642,7 @@ func stripIDs(s string) string {
 // read back as after a text copy, and the stream's changes find the copied
 // rows by key.
 func TestTypeMatrixBinaryCopy(t *testing.T) {
+	t.Parallel()
 	binary := map[string]bool{"c_bool": true, "c_int2": true, "c_int4": true, "c_int8": true, "c_float4": true, "c_float8": true,
 		"c_num_10_2": true, "c_num_38_10": true, "c_num_neg": true, "c_num_tiny": true, "c_text": true, "c_varchar": true,
 		"c_bpchar": true, "c_bytea": true, "c_uuid": true, "c_date": true, "c_ts": true, "c_tstz": true}

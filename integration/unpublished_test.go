@@ -110,6 +110,7 @@ func noTable(t *testing.T, tg target, ident table.Identifier) {
 // exact and the stream goes on. The DDL capture, installed while the bridge
 // streams, has its key in a table of this publication, never mirrored.
 func TestChangesOfDroppedTable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pg, conn := startSource(t, `CREATE TABLE keep (id int PRIMARY KEY, v text);
 		CREATE TABLE doomed (id int PRIMARY KEY, v text);
@@ -154,6 +155,7 @@ func TestChangesOfDroppedTable(t *testing.T) {
 // table never had a copy, the second is no longer mirrored); the other
 // table's mirror stays exact and the stream goes on.
 func TestChangesOfUnpublishedTable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pg, conn := startSource(t, `CREATE TABLE a (id int PRIMARY KEY, v text);
 		CREATE TABLE b (id int PRIMARY KEY, v text);
