@@ -16,7 +16,7 @@ func TestTableAddedWhileStreaming(t *testing.T) {
 		CREATE TABLE shop.later (id int PRIMARY KEY, v text, n int);
 		INSERT INTO shop.later SELECT g, 'v' || g, 0 FROM generate_series(1, 20000) g;`)
 	tg := localTarget(t)
-	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	b := startBridge(t, nil, runArgs(pg, "shop_pub", tg)...)
 	waitSlot(t, conn, "pg2iceberg_shop_pub", b)
 
 	// Write load on the new table and an old one, before, during and after

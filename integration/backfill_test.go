@@ -39,7 +39,7 @@ func TestBackfillUnderLoadWithKill(t *testing.T) {
 		CREATE PUBLICATION bf_pub FOR TABLE big, small;`, rows))
 	tg := localTarget(t)
 	addr := freeAddr(t)
-	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "bf_pub", "--flush-interval", "1s", "--backfill-workers", "2", "--metrics-addr", addr}, tg.args()...)
+	args := runArgs(pg, "bf_pub", tg, "--backfill-workers", "2", "--metrics-addr", addr)
 
 	stop := writeLoad(t, pg, 2*time.Millisecond, func(ctx context.Context, lc *pgx.Conn, i int) error { // for the whole test
 		k := int64(i+1)*7919%rows + 1

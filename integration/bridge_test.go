@@ -99,6 +99,14 @@ func (tg target) args() []string {
 	return a
 }
 
+// runArgs is the usual run command line: pg's superuser on database
+// postgres, the publication pub, a flush every second, into tg; extra
+// flags come after.
+func runArgs(pg *harness.Postgres, pub string, tg target, extra ...string) []string {
+	a := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", pub, "--flush-interval", "1s"}, extra...)
+	return append(a, tg.args()...)
+}
+
 func (tg target) env() []string {
 	if tg.s3 == nil {
 		return nil

@@ -12,7 +12,7 @@ func TestPostgresCatalog(t *testing.T) {
 	pg, conn := startSource(t, shopSchema)
 	exec1(t, conn, `CREATE DATABASE lake`)
 	tg := target{name: "pg-catalog", warehouse: filepath.Join(t.TempDir(), "wh"), catalog: pg.SuperURL("lake")}
-	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)
+	args := runArgs(pg, "shop_pub", tg)
 	b := startBridge(t, nil, args...)
 	waitSlot(t, conn, "pg2iceberg_shop_pub", b)
 	exec1(t, conn, `UPDATE shop.orders SET status = 'pg catalog' WHERE id % 4 = 0`)

@@ -86,7 +86,7 @@ func TestReconnectStatusMetrics(t *testing.T) {
 	pg, conn := startSource(t, shopSchema)
 	tg := localTarget(t)
 	addr := freeAddr(t)
-	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s", "--metrics-addr", addr}, tg.args()...)
+	args := runArgs(pg, "shop_pub", tg, "--metrics-addr", addr)
 	b := startBridge(t, nil, args...)
 	waitSlot(t, conn, "pg2iceberg_shop_pub", b)
 	exec1(t, conn, `UPDATE shop.orders SET status = 'before terminate' WHERE id <= 100`)

@@ -239,7 +239,7 @@ func TestDDLCaptureUpgrade(t *testing.T) {
 	}
 	tg := localTarget(t)
 	addr := freeAddr(t)
-	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "up_pub", "--flush-interval", "1s", "--metrics-addr", addr}, tg.args()...)
+	run := runArgs(pg, "up_pub", tg, "--metrics-addr", addr)
 	b := startBridge(t, nil, run...)
 	waitSlot(t, conn, "pg2iceberg_up_pub", b)
 	if !strings.Contains(b.log(), "the DDL capture was installed by an older pg2iceberg") || !strings.Contains(b.log(), "pg2iceberg setup --source") {

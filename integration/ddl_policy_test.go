@@ -33,7 +33,7 @@ func TestTypeChangePolicy(t *testing.T) {
 		INSERT INTO pol.items SELECT g, (g * 7)::text, g FROM generate_series(1, 200) g;
 		CREATE PUBLICATION pol_pub FOR TABLE pol.items;`)
 	tg := localTarget(t)
-	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "pol_pub", "--flush-interval", "1s"}, tg.args()...)
+	run := runArgs(pg, "pol_pub", tg)
 	b := startBridge(t, nil, run...)
 	waitSlot(t, conn, "pg2iceberg_pol_pub", b)
 	exec1(t, conn, `UPDATE pol.items SET qty = qty + 1 WHERE id <= 10`)
@@ -153,7 +153,7 @@ func TestRenameTable(t *testing.T) {
 		CREATE SCHEMA arch;
 		CREATE PUBLICATION ren_pub FOR TABLE t;`)
 	tg := localTarget(t)
-	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "ren_pub", "--flush-interval", "1s"}, tg.args()...)
+	run := runArgs(pg, "ren_pub", tg)
 	b := startBridge(t, nil, run...)
 	waitSlot(t, conn, "pg2iceberg_ren_pub", b)
 	exec1(t, conn, `ALTER TABLE t RENAME TO t2`)
@@ -234,7 +234,7 @@ func TestDropTablePolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg := localTarget(t)
-	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "drop_pub", "--flush-interval", "1s", "--config", cfg}, tg.args()...)
+	run := runArgs(pg, "drop_pub", tg, "--config", cfg)
 	b := startBridge(t, nil, run...)
 	waitSlot(t, conn, "pg2iceberg_drop_pub", b)
 	if err := pg.Exec(ctx, `BEGIN; DELETE FROM a WHERE id = 1; UPDATE a SET v = 'last' WHERE id = 2; DROP TABLE a; COMMIT;`); err != nil {
@@ -294,7 +294,7 @@ func TestKeyChange(t *testing.T) {
 		t.Fatalf("setup: %v\n%s", err, out)
 	}
 	tg := localTarget(t)
-	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "key_pub", "--flush-interval", "1s"}, tg.args()...)
+	run := runArgs(pg, "key_pub", tg)
 	b := startBridge(t, nil, run...)
 	waitSlot(t, conn, "pg2iceberg_key_pub", b)
 	if err := pg.Exec(ctx, `BEGIN; ALTER TABLE k DROP CONSTRAINT k_pkey; ALTER TABLE k ADD PRIMARY KEY (b); COMMIT;`); err != nil {
@@ -352,7 +352,7 @@ func TestRenamesUnderLoad(t *testing.T) {
 		t.Fatalf("setup: %v\n%s", err, out)
 	}
 	tg := localTarget(t)
-	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "r_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	b := startBridge(t, nil, runArgs(pg, "r_pub", tg)...)
 	waitSlot(t, conn, "pg2iceberg_r_pub", b)
 	uri, token := serveCatalog(t, tg)
 	spark := startSpark(t, uri, token, jar)
@@ -409,7 +409,7 @@ func TestRecopyAfterKill(t *testing.T) {
 		INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 100) g;
 		CREATE PUBLICATION rc_pub FOR TABLE t;`)
 	tg := localTarget(t)
-	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "rc_pub", "--flush-interval", "1s"}, tg.args()...)
+	run := runArgs(pg, "rc_pub", tg)
 	// The first FinishCopy is the initial copy's, the second the re-copy's.
 	b := startBridge(t, []string{"PG2ICEBERG_TEST_CRASH=copy-finish:2"}, run...)
 	waitSlot(t, conn, "pg2iceberg_rc_pub", b)
@@ -445,7 +445,7 @@ func TestKeyGained(t *testing.T) {
 		t.Fatalf("setup: %v\n%s", err, out)
 	}
 	tg := localTarget(t)
-	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "nk_pub", "--flush-interval", "1s"}, tg.args()...)
+	run := runArgs(pg, "nk_pub", tg)
 	b := startBridge(t, nil, run...)
 	waitSlot(t, conn, "pg2iceberg_nk_pub", b)
 	exec1(t, conn, `INSERT INTO nk VALUES (51, 'before the key')`)
@@ -494,7 +494,7 @@ func TestKeyGainedWhileStopped(t *testing.T) {
 		INSERT INTO nk SELECT g, 'v' || g FROM generate_series(1, 20) g;
 		CREATE PUBLICATION nk_pub FOR TABLE nk;`)
 	tg := localTarget(t)
-	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "nk_pub", "--flush-interval", "1s"}, tg.args()...)
+	run := runArgs(pg, "nk_pub", tg)
 	b := startBridge(t, nil, run...)
 	waitSlot(t, conn, "pg2iceberg_nk_pub", b)
 	exec1(t, conn, `INSERT INTO nk VALUES (21, 'while keyless')`)

@@ -326,7 +326,7 @@ func TestSparkVectorizedPromotionNested(t *testing.T) {
 			FROM generate_series(1, 200) g;
 		CREATE PUBLICATION docs_pub FOR TABLE docs;`)
 	tg := localTarget(t)
-	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "docs_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	b := startBridge(t, nil, runArgs(pg, "docs_pub", tg)...)
 	waitSlot(t, conn, "pg2iceberg_docs_pub", b)
 	uri, token := serveCatalog(t, tg)
 	spark := startSpark(t, uri, token, jar)

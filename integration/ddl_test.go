@@ -63,7 +63,7 @@ func TestSchemaEvolution(t *testing.T) {
 		INSERT INTO items SELECT g, g, 'v' || g, g * 1.5 FROM generate_series(1, 300) g;
 		CREATE PUBLICATION ddl_pub FOR TABLE items;`)
 	tg := localTarget(t)
-	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "ddl_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	b := startBridge(t, nil, runArgs(pg, "ddl_pub", tg)...)
 	waitSlot(t, conn, "pg2iceberg_ddl_pub", b)
 	// Spark starts while the steps run; the first check waits for it.
 	uri, token := serveCatalog(t, tg)
@@ -216,7 +216,7 @@ func TestSchemaEvolution(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("tables:\n  - table: public.items\n    type_change: new-column\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b = startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "ddl_pub", "--flush-interval", "1s", "--config", cfg}, tg.args()...)...)
+	b = startBridge(t, nil, runArgs(pg, "ddl_pub", tg, "--config", cfg)...)
 	waitSlot(t, conn, "pg2iceberg_ddl_pub", b)
 	stop = writeLoad(t, pg, 3*time.Millisecond, func(ctx context.Context, lc *pgx.Conn, i int) error {
 		loadMu.Lock()

@@ -58,7 +58,7 @@ func TestDuplicateRows(t *testing.T) {
 			(NULL, NULL, NULL), (NULL, NULL, NULL), (3, 'y', NULL), (NULL, 'x', 1.5);
 		CREATE PUBLICATION dup_pub FOR ALL TABLES;`)
 	tg := localTarget(t)
-	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "dup_pub", "--flush-interval", "1s"}, tg.args()...)
+	run := runArgs(pg, "dup_pub", tg)
 	const slot = "pg2iceberg_dup_pub"
 	one := func(where string) string { return "ctid = (SELECT ctid FROM dup WHERE " + where + " LIMIT 1)" }
 	check := func(step string) {
@@ -165,7 +165,7 @@ func TestDeferrableKey(t *testing.T) {
 		t.Fatalf("setup: %v\n%s", err, out)
 	}
 	tg := localTarget(t)
-	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "df_pub", "--flush-interval", "1s"}, tg.args()...)
+	run := runArgs(pg, "df_pub", tg)
 	b := startBridge(t, nil, run...)
 	waitSlot(t, conn, "pg2iceberg_df_pub", b)
 	exec1(t, conn, `UPDATE df SET id = id + 1`)

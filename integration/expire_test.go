@@ -20,7 +20,7 @@ func TestExpiryFailureKeepsStreaming(t *testing.T) {
 		CREATE PUBLICATION ex_pub FOR TABLE t;`)
 	tg := localTarget(t)
 	addr := freeAddr(t)
-	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "ex_pub", "--flush-interval", "1s", "--metrics-addr", addr}, tg.args()...)
+	run := runArgs(pg, "ex_pub", tg, "--metrics-addr", addr)
 	b := startBridge(t, nil, run...)
 	waitSlot(t, conn, "pg2iceberg_ex_pub", b)
 	for i := 0; i < 3; i++ {

@@ -153,7 +153,7 @@ func TestAbandonedSpeculationFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			conn := pgConn(t, pg)
-			b := startBridge(t, tg.env(), append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "big_pub", "--flush-interval", "1s"}, tg.args()...)...)
+			b := startBridge(t, tg.env(), runArgs(pg, "big_pub", tg)...)
 			waitSlot(t, conn, "pg2iceberg_big_pub", b)
 			ctx := context.Background()
 			for _, end := range []string{"ROLLBACK", "ROLLBACK TO SAVEPOINT a; COMMIT"} {
@@ -201,7 +201,7 @@ func TestLeftoversAfterStop(t *testing.T) {
 		CREATE PUBLICATION t_pub FOR TABLE t;`)
 	tg := localTarget(t)
 	spool := t.TempDir()
-	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "t_pub", "--flush-interval", "1s", "--spool-dir", spool}, tg.args()...)
+	args := runArgs(pg, "t_pub", tg, "--spool-dir", spool)
 
 	// A directory a live process owns: this test holds its lock.
 	live := filepath.Join(spool, "pg2iceberg-spool-1")

@@ -34,7 +34,7 @@ func TestTableRecreated(t *testing.T) {
 				t.Fatal(err)
 			}
 			tg := localTarget(t)
-			run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "rt_pub", "--flush-interval", "1s", "--config", cfg}, tg.args()...)
+			run := runArgs(pg, "rt_pub", tg, "--config", cfg)
 			b := startBridge(t, nil, run...)
 			waitSlot(t, conn, "pg2iceberg_rt_pub", b)
 			exec1(t, conn, `UPDATE t SET v = 'old, updated' WHERE id = 3`)

@@ -203,6 +203,32 @@ func sumColumn(rows []row, col string) any {
 	return s
 }
 
+// duckdbScript loads DuckDB's avro and iceberg extensions offline (from the
+// duckdb-ext wheels scripts/setup.sh installs) and prints the first row of
+// the query argv[1], its parameters being argv[2] (a path) and then
+// integers.
+const duckdbScript = `import sys, os, duckdb, duckdb_ext
+ext = os.path.join(list(duckdb_ext.__path__)[0], "extensions")
+con = duckdb.connect(config={"extension_directory": ext, "autoinstall_known_extensions": False, "autoload_known_extensions": False})
+for e in ("avro", "iceberg"):
+    con.load_extension(e)
+print(con.execute(sys.argv[1], [sys.argv[2]] + [int(a) for a in sys.argv[3:]]).fetchone())`
+
+// duckdbRow runs query in DuckDB with dir and ints for its ? parameters
+// and returns its first row as Python prints the tuple.
+func duckdbRow(t *testing.T, query, dir string, ints ...int64) string {
+	t.Helper()
+	args := []string{"-c", duckdbScript, query, dir}
+	for _, n := range ints {
+		args = append(args, strconv.FormatInt(n, 10))
+	}
+	out, err := exec.Command("python3", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("duckdb %s on %s: %v\n%s", query, dir, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // sparkTables lists namespaces and tables through the catalog.
 func sparkTables(t *testing.T, s *sparkSession) []string {
 	t.Helper()

@@ -221,8 +221,8 @@ func TestInterop(t *testing.T) {
 	pg, conn := startSource(t, shopSchema)
 	tg := localTarget(t)
 	const slot = "pg2iceberg_shop_pub"
-	runArgs := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)
-	b := startBridge(t, nil, runArgs...)
+	bridgeArgs := runArgs(pg, "shop_pub", tg)
+	b := startBridge(t, nil, bridgeArgs...)
 	waitSlot(t, conn, slot, b)
 
 	// The catalog exists now: serve it, and let Spark start up while the
@@ -310,7 +310,7 @@ func TestInterop(t *testing.T) {
 
 	// Spark reads while run commits: the bridge streams again, a writer
 	// keeps inserting orders.
-	sparkLiveRead(t, &m, spark, pg, conn, runArgs, tokenFile, snapA["shop.orders"], want)
+	sparkLiveRead(t, &m, spark, pg, conn, bridgeArgs, tokenFile, snapA["shop.orders"], want)
 
 	// Time travel to the snapshots every reader read.
 	const sr = "Spark SQL (REST)"
@@ -342,7 +342,7 @@ func TestInteropS3(t *testing.T) {
 	pg, conn := startSource(t, shopSchema)
 	tg := s3Target(t)
 	const slot = "pg2iceberg_shop_pub"
-	b := startBridge(t, tg.env(), append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	b := startBridge(t, tg.env(), runArgs(pg, "shop_pub", tg)...)
 	waitSlot(t, conn, slot, b)
 	changes := interopWorkload(t, conn)
 	waitCaughtUp(t, conn, slot, b)
@@ -483,11 +483,11 @@ func allTrue(m map[string]bool) bool {
 // inserting orders, and requires Spark to read a newer snapshot while
 // commits go on, then the newest one, equal to PostgreSQL, and the table
 // after a column is added at the source.
-func sparkLiveRead(t *testing.T, m *matrix, spark *sparkSession, pg *harness.Postgres, conn *pgx.Conn, runArgs []string, tokenFile string, snapA int64, want interopReport) {
+func sparkLiveRead(t *testing.T, m *matrix, spark *sparkSession, pg *harness.Postgres, conn *pgx.Conn, bridgeArgs []string, tokenFile string, snapA int64, want interopReport) {
 	t.Helper()
 	ctx := context.Background()
 	const reader = "Spark SQL (REST)"
-	args := append(slices.Clone(runArgs), "--serve-catalog", "127.0.0.1:0", "--catalog-token-file", tokenFile)
+	args := append(slices.Clone(bridgeArgs), "--serve-catalog", "127.0.0.1:0", "--catalog-token-file", tokenFile)
 	b := startBridge(t, nil, args...)
 	waitSlot(t, conn, "pg2iceberg_shop_pub", b)
 	checkRunCatalog(t, b, tokenFile)

@@ -53,7 +53,7 @@ func TestKeyChangeStaleIndex(t *testing.T) {
 				}
 			}
 			tg := localTarget(t)
-			run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "key_pub", "--flush-interval", "1s"}, tg.args()...)
+			run := runArgs(pg, "key_pub", tg)
 			b := startBridge(t, nil, run...)
 			waitSlot(t, conn, "pg2iceberg_key_pub", b)
 			b.stop(t) // saves the index, keyed by a

@@ -25,7 +25,7 @@ func TestKeylessTable(t *testing.T) {
 		t.Fatalf("DELETE on the keyless published table: error = %v, want PostgreSQL's replica identity error", err)
 	}
 	tg := localTarget(t)
-	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "mixed_pub", "--flush-interval", "1s"}, tg.args()...)
+	args := runArgs(pg, "mixed_pub", tg)
 	b := startBridge(t, nil, args...)
 	waitSlot(t, conn, "pg2iceberg_mixed_pub", b)
 	exec1(t, conn, `INSERT INTO docs SELECT g, 'new ' || g FROM generate_series(1001, 1010) g`)

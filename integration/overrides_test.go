@@ -48,7 +48,7 @@ func TestOverrides(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg := localTarget(t)
-	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "t_pub", "--flush-interval", "1s", "--config", cfg}, tg.args()...)...)
+	b := startBridge(t, nil, runArgs(pg, "t_pub", tg, "--config", cfg)...)
 	waitSlot(t, conn, "pg2iceberg_t_pub", b)
 	exec1(t, conn, `UPDATE t SET amount = 2.499, pt = '(3,4)' WHERE id = 2`)
 	// Columns added while streaming: a type rule, a column rule with a

@@ -13,7 +13,7 @@ func TestRestarts(t *testing.T) {
 	t.Parallel()
 	pg, conn := startSource(t, shopSchema)
 	tg := localTarget(t)
-	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)
+	args := runArgs(pg, "shop_pub", tg)
 	const slot = "pg2iceberg_shop_pub"
 
 	// 1. Killed after the first table's copy.

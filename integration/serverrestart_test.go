@@ -15,7 +15,7 @@ func TestServerRestart(t *testing.T) {
 		INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 50) g;
 		CREATE PUBLICATION sr_pub FOR TABLE t;`)
 	tg := localTarget(t)
-	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "sr_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	b := startBridge(t, nil, runArgs(pg, "sr_pub", tg)...)
 	waitSlot(t, conn, "pg2iceberg_sr_pub", b)
 	exec1(t, conn, `UPDATE t SET v = 'before' WHERE id <= 5`)
 	waitCaughtUp(t, conn, "pg2iceberg_sr_pub", b)

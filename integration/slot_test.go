@@ -14,7 +14,7 @@ func TestIdlePublicationAdvancesSlot(t *testing.T) {
 	t.Parallel()
 	pg, conn := startSource(t, shopSchema)
 	tg := localTarget(t)
-	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	b := startBridge(t, nil, runArgs(pg, "shop_pub", tg)...)
 	waitSlot(t, conn, "pg2iceberg_shop_pub", b)
 	waitCaughtUp(t, conn, "pg2iceberg_shop_pub", b)
 	start := lsnOf(t, conn, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'pg2iceberg_shop_pub'")
@@ -47,7 +47,7 @@ func TestLargeTransaction(t *testing.T) {
 	pg, conn := startSourceWith(t, settings, `CREATE TABLE big (id int PRIMARY KEY, v text, n bigint, at timestamptz);
 		CREATE PUBLICATION big_pub FOR TABLE big;`)
 	tg := localTarget(t)
-	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "big_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	b := startBridge(t, nil, runArgs(pg, "big_pub", tg)...)
 	waitSlot(t, conn, "pg2iceberg_big_pub", b)
 	exec1(t, conn, "INSERT INTO big SELECT g, 'value ' || g, g * 7, now() FROM generate_series(1, $1) g", rows)
 	waitCaughtUp(t, conn, "pg2iceberg_big_pub", b)

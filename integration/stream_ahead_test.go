@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,7 +33,7 @@ func TestStreamedTransactionAhead(t *testing.T) {
 	}
 	conn := pgConn(t, pg)
 	tg := localTarget(t)
-	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "big_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	b := startBridge(t, nil, runArgs(pg, "big_pub", tg)...)
 	waitSlot(t, conn, "pg2iceberg_big_pub", b)
 	waitCaughtUp(t, conn, "pg2iceberg_big_pub", b)
 
@@ -178,17 +177,8 @@ func TestStreamedTransactionAhead(t *testing.T) {
 	// DuckDB reads the changelog's files (the commit columns of files
 	// written ahead come last in them) through the table's metadata.
 	dir := filepath.Join(mustAbs(t, tg.warehouse), "public.db", "big__changelog")
-	script := `import sys, os, duckdb, duckdb_ext
-ext = os.path.join(list(duckdb_ext.__path__)[0], "extensions")
-con = duckdb.connect(config={"extension_directory": ext, "autoinstall_known_extensions": False, "autoload_known_extensions": False})
-for e in ("avro", "iceberg"):
-    con.load_extension(e)
-print(con.execute("SELECT count(*), count(DISTINCT lsn), count(DISTINCT commit_ts), max(seq) FROM iceberg_scan(?) WHERE xid = ?", [sys.argv[1], int(sys.argv[2])]).fetchone())`
-	out, err := exec.Command("python3", "-c", script, dir, strconv.FormatInt(ahead1, 10)).CombinedOutput()
-	if err != nil {
-		t.Fatalf("duckdb iceberg_scan(%s): %v\n%s", dir, err, out)
-	}
-	if got, want := strings.TrimSpace(string(out)), fmt.Sprintf("(%d, 1, 1, %d)", n1, n1); got != want {
+	got := duckdbRow(t, "SELECT count(*), count(DISTINCT lsn), count(DISTINCT commit_ts), max(seq) FROM iceberg_scan(?) WHERE xid = ?", dir, ahead1)
+	if want := fmt.Sprintf("(%d, 1, 1, %d)", n1, n1); got != want {
 		t.Errorf("duckdb: the transaction applied ahead reads as (rows, lsns, commit times, max seq) = %s, want %s", got, want)
 	} else {
 		t.Logf("duckdb reads the transaction applied ahead: %s", got)
@@ -212,7 +202,7 @@ func TestStreamedTransactionAheadCrash(t *testing.T) {
 			}
 			conn := pgConn(t, pg)
 			tg := localTarget(t)
-			args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "big_pub", "--flush-interval", "1s"}, tg.args()...)
+			args := runArgs(pg, "big_pub", tg)
 			b := startBridge(t, []string{"PG2ICEBERG_TEST_CRASH=" + crash}, args...)
 			waitSlot(t, conn, "pg2iceberg_big_pub", b)
 			waitCaughtUp(t, conn, "pg2iceberg_big_pub", b)
@@ -270,7 +260,7 @@ func TestStreamedTransactionsInterleaved(t *testing.T) {
 	}
 	conn, other := pgConn(t, pg), pgConn(t, pg)
 	tg := localTarget(t)
-	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "big_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	b := startBridge(t, nil, runArgs(pg, "big_pub", tg)...)
 	waitSlot(t, conn, "pg2iceberg_big_pub", b)
 	waitCaughtUp(t, conn, "pg2iceberg_big_pub", b)
 	ctx := context.Background()

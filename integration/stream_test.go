@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -144,7 +143,7 @@ func (w *workload) steps() []func() {
 // a second one, started afterwards, must converge.
 func runMixed(t *testing.T, tg target, crash string) {
 	pg, conn := startSource(t, shopSchema)
-	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "shop_pub", "--flush-interval", "1s"}, tg.args()...)
+	args := runArgs(pg, "shop_pub", tg)
 	env := tg.env()
 	if crash != "" {
 		env = append(env, "PG2ICEBERG_TEST_CRASH="+crash)
@@ -197,21 +196,12 @@ func runMixed(t *testing.T, tg target, crash string) {
 func checkCatalogless(t *testing.T, conn *pgx.Conn, tg target) {
 	t.Helper()
 	dir := filepath.Join(mustAbs(t, tg.warehouse), "shop.db", "orders")
-	script := `import sys, os, duckdb, duckdb_ext
-ext = os.path.join(list(duckdb_ext.__path__)[0], "extensions")
-con = duckdb.connect(config={"extension_directory": ext, "autoinstall_known_extensions": False, "autoload_known_extensions": False})
-for e in ("avro", "iceberg"):
-    con.load_extension(e)
-print(con.execute("SELECT count(*), sum(amount) FROM iceberg_scan(?)", [sys.argv[1]]).fetchone())`
-	out, err := exec.Command("python3", "-c", script, dir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("duckdb iceberg_scan(%s): %v\n%s", dir, err, out)
-	}
+	got := duckdbRow(t, "SELECT count(*), sum(amount) FROM iceberg_scan(?)", dir)
 	var want string
 	if err := conn.QueryRow(context.Background(), `SELECT '(' || count(*) || ', Decimal(''' || sum(amount) || '''))' FROM shop.orders`).Scan(&want); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(string(out)); got != want {
+	if got != want {
 		t.Errorf("duckdb iceberg_scan on the table directory = %s, want %s", got, want)
 	} else {
 		t.Logf("duckdb iceberg_scan on the table directory (version-hint.text): %s", got)

@@ -37,7 +37,7 @@ func TestUnchangedToast(t *testing.T) {
 		big(tb, 1) // copied by the initial copy
 	}
 	tg := localTarget(t)
-	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "docs_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	b := startBridge(t, nil, runArgs(pg, "docs_pub", tg)...)
 	waitSlot(t, conn, "pg2iceberg_docs_pub", b)
 	for _, tb := range []string{"docs_default", "docs_full"} {
 		big(tb, 2)

@@ -84,7 +84,7 @@ func TestUnchangedToastAfterDefaultRecopy(t *testing.T) {
 	t.Parallel()
 	pg, conn := startSource(t, toastDocs+`INSERT INTO docs SELECT g, 0, `+bigBody+` FROM generate_series(1, 3) g;`)
 	tg := localTarget(t)
-	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "docs_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	b := startBridge(t, nil, runArgs(pg, "docs_pub", tg)...)
 	waitSlot(t, conn, "pg2iceberg_docs_pub", b)
 	exec1(t, conn, `ALTER TABLE docs ADD COLUMN c int DEFAULT 7`)
 	// The first change after the ALTER carries the relation message; the
@@ -176,7 +176,7 @@ func TestUnchangedToastResumedCopy(t *testing.T) {
 	t.Parallel()
 	pg, conn := startSource(t, resumedCopySource)
 	tg := localTarget(t)
-	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "docs_pub", "--flush-interval", "1s", "--backfill-workers", "1"}, tg.args()...)
+	args := runArgs(pg, "docs_pub", tg, "--backfill-workers", "1")
 	b := startResumedCopy(t, tg, args, conn, func() {
 		exec1(t, conn, `UPDATE docs SET n = 1 WHERE id = 30001`)
 		exec1(t, conn, `DELETE FROM docs WHERE id = 30001`)
@@ -198,7 +198,7 @@ func TestUnchangedToastMovedDuringResumedCopy(t *testing.T) {
 	t.Parallel()
 	pg, conn := startSource(t, resumedCopySource)
 	tg := localTarget(t)
-	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "docs_pub", "--flush-interval", "1s", "--backfill-workers", "1"}, tg.args()...)
+	args := runArgs(pg, "docs_pub", tg, "--backfill-workers", "1")
 	b := startResumedCopy(t, tg, args, conn, func() {
 		// Free space in the first range, then make row 30003 too large
 		// for its page: the new version goes where there is room.

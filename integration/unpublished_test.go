@@ -119,7 +119,7 @@ func TestChangesOfDroppedTable(t *testing.T) {
 		CREATE PUBLICATION all_pub FOR ALL TABLES;`)
 	tg := localTarget(t)
 	addr := freeAddr(t)
-	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "all_pub", "--flush-interval", "1s", "--metrics-addr", addr}, tg.args()...)
+	run := runArgs(pg, "all_pub", tg, "--metrics-addr", addr)
 	b := startBridge(t, nil, run...)
 	waitSlot(t, conn, "pg2iceberg_all_pub", b)
 	if out, err := runOnce(t, "setup", "--source", pg.SuperURL("postgres")); err != nil {
@@ -166,7 +166,7 @@ func TestChangesOfUnpublishedTable(t *testing.T) {
 		CREATE PUBLICATION ab_pub FOR TABLE a, b;`)
 	tg := localTarget(t)
 	addr := freeAddr(t)
-	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "ab_pub", "--flush-interval", "1s", "--metrics-addr", addr}, tg.args()...)
+	run := runArgs(pg, "ab_pub", tg, "--metrics-addr", addr)
 	b := startBridge(t, nil, run...)
 	waitSlot(t, conn, "pg2iceberg_ab_pub", b)
 	b.pause(t)
