@@ -52,6 +52,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	stopSpark()
+	stopPyiceberg()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -363,19 +364,15 @@ func pgRows(t *testing.T, conn *pgx.Conn, selectList, from string) []row {
 // pyicebergRows reads an Iceberg table with pyiceberg.
 func pyicebergRows(t *testing.T, tg target, table string) []row {
 	t.Helper()
-	args := []string{"readers/pyiceberg_dump.py", "--catalog-uri", "sqlite:///" + mustAbs(t, tg.catalog), "--catalog-name", "pg2iceberg", "--table", table}
+	args := []string{"--catalog-uri", "sqlite:///" + mustAbs(t, tg.catalog), "--catalog-name", "pg2iceberg", "--table", table}
 	if tg.s3 != nil {
 		args = append(args, "--warehouse", tg.warehouse, "--s3-endpoint", tg.s3.Endpoint, "--s3-region", tg.s3.Region)
 	} else {
 		args = append(args, "--warehouse", "file://"+mustAbs(t, tg.warehouse))
 	}
-	cmd := exec.Command("python3", args...)
-	cmd.Env = append(os.Environ(), tg.env()...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := pyicebergDump(tg.env(), args...)
 	if err != nil {
-		t.Fatalf("pyiceberg read of %s: %v\n%s", table, err, stderr.String())
+		t.Fatalf("pyiceberg read of %s: %v", table, err)
 	}
 	var rows []row
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,10 +25,8 @@ type field struct {
 
 func pyicebergSchema(t *testing.T, tg target, table string) []field {
 	t.Helper()
-	cmd := exec.Command("python3", "readers/pyiceberg_dump.py", "--catalog-uri", "sqlite:///"+mustAbs(t, tg.catalog), "--catalog-name", "pg2iceberg",
+	out, err := pyicebergDump(nil, "--catalog-uri", "sqlite:///"+mustAbs(t, tg.catalog), "--catalog-name", "pg2iceberg",
 		"--warehouse", "file://"+mustAbs(t, tg.warehouse), "--table", table, "--schema")
-	cmd.Env = os.Environ()
-	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("pyiceberg schema of %s: %v", table, err)
 	}

@@ -82,24 +82,12 @@ func launchSpark(jar string) (*sparkJVM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spark temp dir: %w", err)
 	}
-	script, err := filepath.Abs("readers/spark_session.py")
-	if err != nil {
-		return nil, err
-	}
 	j := &sparkJVM{lines: make(chan string, 16), ready: make(chan struct{}), stderr: &lockedBuffer{}, tmp: tmp, start: time.Now()}
-	j.cmd = exec.Command("python3", script, "--jar", jar, "--tmp", tmp)
-	j.cmd.Dir = tmp
-	j.cmd.Stderr = j.stderr
-	stdout, err := j.cmd.StdoutPipe()
+	cmd, stdin, stdout, err := startReader("readers/spark_session.py", tmp, j.stderr, "--jar", jar, "--tmp", tmp)
 	if err != nil {
 		return nil, err
 	}
-	if j.stdin, err = j.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	if err := j.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start spark: %w", err)
-	}
+	j.cmd, j.stdin = cmd, stdin
 	go j.read(stdout)
 	return j, nil
 }
@@ -137,19 +125,11 @@ func stopSpark() {
 	if j == nil {
 		return
 	}
-	_ = j.stdin.Close()
 	go func() {
 		for range j.lines { // an answer nobody waits for any more
 		}
 	}()
-	done := make(chan struct{})
-	go func() { _ = j.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = j.cmd.Process.Kill()
-		<-done
-	}
+	stopReader(j.cmd, j.stdin, 30*time.Second)
 	_ = os.RemoveAll(j.tmp)
 }
 
