@@ -36,7 +36,7 @@ test: setup build
 	rm -rf bin/interop-report.txt $(COVERDIR)
 	mkdir -p $(COVERDIR)/unit $(COVERDIR)/bridge
 	PG2ICEBERG_INTEROP_REPORT=$(CURDIR)/bin/interop-report.txt PG2ICEBERG_COVERDIR=$(COVERDIR)/bridge \
-		$(GO) test -count=1 -timeout 40m -parallel 4 -cover -coverpkg=$(COVERPKG) ./... -args -test.gocoverdir=$(COVERDIR)/unit
+		$(GO) test -count=1 -timeout 60m -parallel 4 -cover -coverpkg=$(COVERPKG) ./... -args -test.gocoverdir=$(COVERDIR)/unit
 	@if [ -f bin/interop-report.txt ]; then cat bin/interop-report.txt; fi
 	@echo "coverage (unit and integration tests):"
 	@$(GO) tool covdata percent -i=$(COVERDIR)/unit,$(COVERDIR)/bridge
