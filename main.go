@@ -198,7 +198,7 @@ func runCmd(c *cli.Context) error {
 		return err
 	}
 	_, noSlot := replication.LookupSlot(ctx, conn, slot)
-	rels, err := replication.PreflightStart(ctx, conn, pub, overrides, noSlot == nil, log)
+	rels, held, err := replication.PreflightStart(ctx, conn, pub, overrides, noSlot == nil, log)
 	if err != nil {
 		return fmt.Errorf("preflight failed:\n%w", err)
 	}
@@ -242,6 +242,9 @@ func runCmd(c *cli.Context) error {
 	}
 	// Metrics and status from here on, so the first copy's progress shows.
 	progress := &replication.Progress{}
+	if err := holdTables(ctx, cat, held, progress, log); err != nil {
+		return err
+	}
 	if addr := c.String("metrics-addr"); addr != "" {
 		srv, err := serveMetrics(addr, progress, sink.Stats(), log)
 		if err != nil {
@@ -565,7 +568,7 @@ func backfillCmd(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("slot %s: %w: run the bridge once first", slot, err)
 	}
-	rels, err := replication.PreflightStart(ctx, conn, pub, overrides, true, log)
+	rels, held, err := replication.PreflightStart(ctx, conn, pub, overrides, true, log)
 	if err != nil {
 		return fmt.Errorf("preflight failed:\n%w", err)
 	}
@@ -573,6 +576,11 @@ func backfillCmd(c *cli.Context) error {
 	for _, r := range rels {
 		if r.QualifiedName() == want {
 			rel = r
+		}
+	}
+	for _, u := range held {
+		if u.Table == want {
+			return fmt.Errorf("preflight failed:\n%w", u.Err)
 		}
 	}
 	if rel == nil {
@@ -612,8 +620,9 @@ func backfillCmd(c *cli.Context) error {
 }
 
 func statusCmd(c *cli.Context) error {
-	// status reports state: it reads no rules and checks no types, so it
-	// needs neither --config nor a table every rule makes mappable.
+	// status reports state: it checks no types of mirrored tables, so it
+	// needs neither --config nor a table every rule makes mappable. Only a
+	// table with no Iceberg table is checked (see tableStatus).
 	ctx := c.Context
 	source, pub := c.String(flagSource.Name), c.String(flagPublication.Name)
 	slot, err := slotName(c)
@@ -647,9 +656,14 @@ func statusCmd(c *cli.Context) error {
 		return err
 	}
 	defer closeCatalog(cat, newLogger(c))
+	overrides, err := loadOverrides(c) // only to check tables not mirrored yet
+	if err != nil {
+		return err
+	}
+	check := statusCheck(ctx, conn, pub, overrides)
 	var lines []string
 	for _, rel := range rels {
-		l, err := tableStatus(ctx, cat, rel, info.ConfirmedFlush)
+		l, err := tableStatus(ctx, cat, rel, info.ConfirmedFlush, check)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,7 +58,13 @@ func serveMetrics(addr string, p *replication.Progress, st *iceberg.Stats, log *
 		fmt.Fprintf(w, "# HELP pg2iceberg_changes_total Row changes committed to Iceberg.\n# TYPE pg2iceberg_changes_total counter\npg2iceberg_changes_total %d\n", st.Changes.Load())
 		fmt.Fprintf(w, "# HELP pg2iceberg_flushes_total Flushes committed.\n# TYPE pg2iceberg_flushes_total counter\npg2iceberg_flushes_total %d\n", st.Flushes.Load())
 		fmt.Fprintf(w, "# HELP pg2iceberg_ddl_events_ignored_total DDL events ignored: not signed by the DDL capture's trigger for their transaction, or malformed.\n# TYPE pg2iceberg_ddl_events_ignored_total counter\npg2iceberg_ddl_events_ignored_total %d\n", p.DDLIgnored())
-		fmt.Fprintf(w, "# HELP pg2iceberg_changes_skipped_total Row changes and truncates skipped because their table is gone or no longer published.\n# TYPE pg2iceberg_changes_skipped_total counter\npg2iceberg_changes_skipped_total %d\n", p.ChangesSkipped())
+		fmt.Fprintf(w, "# HELP pg2iceberg_changes_skipped_total Row changes and truncates skipped because their table is gone, no longer published, or cannot be mirrored as it is (see pg2iceberg_tables_need_human).\n# TYPE pg2iceberg_changes_skipped_total counter\npg2iceberg_changes_skipped_total %d\n", p.ChangesSkipped())
+		attn := p.Attention()
+		gauge("pg2iceberg_tables_need_human", "Tables whose changes are skipped until a human fixes them (a missing GRANT, a type without an Iceberg form, a bad key); /status says what to run.", len(attn))
+		fmt.Fprintf(w, "# HELP pg2iceberg_table_needs_human 1 for each table whose changes are skipped until a human fixes it; /status says what to run.\n# TYPE pg2iceberg_table_needs_human gauge\n")
+		for _, a := range attn {
+			fmt.Fprintf(w, "pg2iceberg_table_needs_human{table=\"%s\"} 1\n", labelEscaper.Replace(a.Table))
+		}
 		fmt.Fprintf(w, "# HELP pg2iceberg_expire_failures_total Snapshot expiries (or deletes of expired files) that failed; each is tried again at the next expiry.\n# TYPE pg2iceberg_expire_failures_total counter\npg2iceberg_expire_failures_total %d\n", st.ExpireFailures.Load())
 		removed, kept := st.AbandonedFiles()
 		fmt.Fprintf(w, "# HELP pg2iceberg_abandoned_files_total Files written and abandoned before any commit named them (aborted writers, discarded speculation), by whether they were deleted.\n# TYPE pg2iceberg_abandoned_files_total counter\npg2iceberg_abandoned_files_total{result=\"removed\"} %d\npg2iceberg_abandoned_files_total{result=\"kept\"} %d\n", removed, kept)
@@ -84,7 +91,9 @@ func serveMetrics(addr string, p *replication.Progress, st *iceberg.Stats, log *
 			Changes  int64                       `json:"changes_total"`
 			Tables   []table                     `json:"tables"`
 			Backfill map[string]map[string]int64 `json:"backfill,omitempty"`
-		}{p.Received().String(), p.Acked().String(), p.ServerWALEnd().String(), p.LagBytes(), st.Changes.Load(), nil, nil}
+			// Tables whose changes are skipped until a human fixes them.
+			NeedsHuman []replication.Attention `json:"needs_human,omitempty"`
+		}{p.Received().String(), p.Acked().String(), p.ServerWALEnd().String(), p.LagBytes(), st.Changes.Load(), nil, nil, p.Attention()}
 		for table, v := range backfillProgress.snapshot() {
 			if out.Backfill == nil {
 				out.Backfill = map[string]map[string]int64{}
@@ -110,3 +119,7 @@ func serveMetrics(addr string, p *replication.Progress, st *iceberg.Stats, log *
 	log.Info("serving metrics", "addr", ln.Addr().String())
 	return srv, nil
 }
+
+// labelEscaper escapes a Prometheus label value (a table name may hold a
+// quote or a backslash).
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)

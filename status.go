@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
+	"github.com/pg2iceberg/pg2iceberg/mapping"
+	"github.com/pg2iceberg/pg2iceberg/replication"
 )
 
 // tableStatus returns status's lines for one published table: its mirror's
@@ -19,9 +23,15 @@ import (
 // not at the snapshot it was taken in), so right after a copy it shows
 // where the copy is consistent, not 0/0.
 // confirmed is the slot's confirmed_flush_lsn (0 without a slot): a table
-// whose catalog entry is behind it is flagged (see staleNote).
-func tableStatus(ctx context.Context, cat catalog.Catalog, rel *decode.Relation, confirmed decode.LSN) ([]string, error) {
+// whose catalog entry is behind it is flagged (see staleNote). A table
+// with no Iceberg table yet is checked (check, see replication.CheckTable):
+// the stream skips one that cannot be mirrored, which leaves nothing else
+// to show it by.
+func tableStatus(ctx context.Context, cat catalog.Catalog, rel *decode.Relation, confirmed decode.LSN, check func(relID uint32) error) ([]string, error) {
 	mid, cid := iceberg.Identifiers(rel.Schema, rel.Name)
+	if line, err := unmirroredStatus(ctx, cat, rel, check); line != "" || err != nil {
+		return []string{line}, err
+	}
 	var lines []string
 	if !rel.HasKey() {
 		lines = append(lines, fmt.Sprintf("%-40s no mirror: the table has no primary key or replica identity", strings.Join(mid, ".")))
@@ -69,4 +79,33 @@ func icebergTableStatus(ctx context.Context, cat catalog.Catalog, ident table.Id
 		line += staleNote(ctx, tbl, confirmed)
 	}
 	return line, nil
+}
+
+// unmirroredStatus is the status line of a table that has no Iceberg
+// table and cannot be mirrored ("" for any other).
+func unmirroredStatus(ctx context.Context, cat catalog.Catalog, rel *decode.Relation, check func(relID uint32) error) (string, error) {
+	if has, err := hasIcebergTables(ctx, cat, rel); has || err != nil {
+		return "", err
+	}
+	err := check(rel.ID)
+	var u *replication.UnmirrorableError
+	if !errors.As(err, &u) {
+		return "", err
+	}
+	return fmt.Sprintf("%-40s NOT MIRRORED, needs a human: a running bridge skips its changes until this is fixed, then copies it:\n    %s",
+		rel.QualifiedName(), strings.ReplaceAll(u.Err.Error(), "\n", "\n    ")), nil
+}
+
+// statusCheck returns status's check of a table with no Iceberg table
+// (see replication.CheckTable), with the rules of --config when given.
+func statusCheck(ctx context.Context, conn *pgx.Conn, pub string, overrides *mapping.Overrides) func(relID uint32) error {
+	return func(relID uint32) error {
+		err := replication.CheckTable(ctx, conn, pub, relID, overrides)
+		var u *replication.UnmirrorableError
+		var ute *mapping.UnsupportedTypeError
+		if overrides == nil && errors.As(err, &u) && errors.As(err, &ute) {
+			u.Err = errors.Join(u.Err, errors.New("(status was given no --config: if run's maps this type by a rule, pass that file to status too)"))
+		}
+		return err
+	}
 }

@@ -33,8 +33,7 @@ func (s *Sink) CheckNames(rels []*decode.Relation) error {
 			// created again: the identity check (see identity.go) moves the
 			// old one's Iceberg tables aside.
 			if ok && o.rel.ID != rel.ID && o.rel.QualifiedName() != rel.QualifiedName() {
-				errs = append(errs, fmt.Errorf("source tables %s and %s both map to Iceberg table %s (%s of %s, %s of %s): rename one of them, leave one out of the publication, or run with --no-changelog",
-					o.rel.QualifiedName(), rel.QualifiedName(), name, o.what, o.rel.QualifiedName(), what, rel.QualifiedName()))
+				errs = append(errs, &NameCollisionError{Table: name, First: o.rel.QualifiedName(), FirstAs: o.what, Second: rel.QualifiedName(), SecondAs: what})
 				continue
 			}
 			taken[name] = owner{rel, what}
@@ -49,3 +48,20 @@ func (s *Sink) CheckNames(rels []*decode.Relation) error {
 	}
 	return errors.Join(errs...)
 }
+
+// NameCollisionError is two source tables whose Iceberg tables would be
+// one: Table is First's FirstAs ("the mirror", "the changelog") and
+// Second's SecondAs.
+type NameCollisionError struct {
+	Table, First, FirstAs, Second, SecondAs string
+}
+
+func (e *NameCollisionError) Error() string {
+	return fmt.Sprintf("source tables %s and %s both map to Iceberg table %s (%s of %s, %s of %s): rename one of them, leave one out of the publication, or run with --no-changelog",
+		e.First, e.Second, e.Table, e.FirstAs, e.First, e.SecondAs, e.Second)
+}
+
+// Unmirrorable says that the table, not the bridge, has the problem: a
+// table that joins the publication while the bridge streams and collides
+// is skipped (see replication.UnmirrorableError).
+func (e *NameCollisionError) Unmirrorable() bool { return true }

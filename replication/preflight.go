@@ -38,19 +38,35 @@ func Preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 	if err != nil {
 		return nil, err
 	}
-	if err := errors.Join(problems...); err != nil {
+	if err := errors.Join(flatten(problems)...); err != nil {
 		return nil, err
 	}
 	return rels, nil
 }
 
+// problems is what preflight found: the source's (all) and each table's,
+// by table (tables, in the order of the tables found).
+type problems struct {
+	all    []error
+	tables []*UnmirrorableError
+}
+
+// flatten returns every problem, the source's then the tables'.
+func flatten(p problems) []error {
+	errs := p.all
+	for _, t := range p.tables {
+		errs = append(errs, t.Err)
+	}
+	return errs
+}
+
 // preflight is Preflight's checks: the tables found (nil when the
 // publication does not exist), every problem, or an error that stopped the
 // checks.
-func preflight(ctx context.Context, conn *pgx.Conn, publication string, overrides *mapping.Overrides) ([]*decode.Relation, []error, error) {
+func preflight(ctx context.Context, conn *pgx.Conn, publication string, overrides *mapping.Overrides) ([]*decode.Relation, problems, error) {
 	var walLevel string
 	if err := conn.QueryRow(ctx, "SHOW wal_level").Scan(&walLevel); err != nil {
-		return nil, nil, fmt.Errorf("read wal_level: %w", err)
+		return nil, problems{}, fmt.Errorf("read wal_level: %w", err)
 	}
 	var errs []error
 	if walLevel != "logical" {
@@ -62,7 +78,7 @@ func preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 	var user string
 	var canReplicate bool
 	if err := conn.QueryRow(ctx, "SELECT current_user, rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&user, &canReplicate); err != nil {
-		return nil, nil, fmt.Errorf("read role attributes: %w", err)
+		return nil, problems{}, fmt.Errorf("read role attributes: %w", err)
 	}
 	if !canReplicate {
 		errs = append(errs, &PreflightError{
@@ -72,18 +88,18 @@ func preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 	}
 	var exists bool
 	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1)", publication).Scan(&exists); err != nil {
-		return nil, nil, fmt.Errorf("look up publication: %w", err)
+		return nil, problems{}, fmt.Errorf("look up publication: %w", err)
 	}
 	if !exists {
 		errs = append(errs, &PreflightError{
 			Problem: fmt.Sprintf("publication %q does not exist in this database", publication),
 			Fix:     fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE schema.table, ...;  -- or FOR ALL TABLES", decode.QuoteIdent(publication)),
 		})
-		return nil, errs, nil
+		return nil, problems{all: errs}, nil
 	}
-	rels, err := publishedTables(ctx, conn, publication)
+	rels, err := publishedTables(ctx, conn, publication, 0)
 	if err != nil {
-		return nil, nil, err
+		return nil, problems{}, err
 	}
 	if len(rels) == 0 {
 		errs = append(errs, &PreflightError{
@@ -91,67 +107,86 @@ func preflight(ctx context.Context, conn *pgx.Conn, publication string, override
 			Fix:     fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE schema.table;", decode.QuoteIdent(publication)),
 		})
 	}
+	var found problems
 	for _, rel := range rels {
-		var canRead bool
-		var owner string
-		if err := conn.QueryRow(ctx, "SELECT has_table_privilege($1::oid, 'SELECT'), pg_get_userbyid(relowner) FROM pg_class WHERE oid = $1", rel.ID).Scan(&canRead, &owner); err != nil {
-			return nil, nil, fmt.Errorf("check privileges on %s: %w", rel.QualifiedName(), err)
+		tableErrs, err := checkTable(ctx, conn, publication, user, rel, overrides)
+		if err != nil {
+			return nil, problems{}, err
 		}
-		if !canRead {
-			// Tables created later in the schema (FOR ALL TABLES, FOR TABLES
-			// IN SCHEMA) need the default privileges of the role creating them.
-			errs = append(errs, &PreflightError{
-				Problem: fmt.Sprintf("role %s cannot read %s", user, rel.QualifiedName()),
-				Fix: fmt.Sprintf("GRANT SELECT ON %s.%s TO %s;\n  and for the tables %s creates later: ALTER DEFAULT PRIVILEGES FOR ROLE %s IN SCHEMA %s GRANT SELECT ON TABLES TO %s;",
-					decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name), decode.QuoteIdent(user),
-					owner, decode.QuoteIdent(owner), decode.QuoteIdent(rel.Schema), decode.QuoteIdent(user)),
-			})
-		}
-		var unmapped []*mapping.UnsupportedTypeError
-		for i := range rel.Columns {
-			rel.Columns[i].Rule = overrides.Match(rel.QualifiedName(), rel.Columns[i].Name, rel.Columns[i].TypeName)
-			c := rel.Columns[i]
-			if c.Excluded() {
-				if c.Key {
-					errs = append(errs, fmt.Errorf("%s.%s is a key column and cannot be excluded by a rule", rel.QualifiedName(), c.Name))
-				}
-				continue
-			}
-			typ, err := mapping.For(rel.QualifiedName(), c)
-			if err != nil {
-				var ute *mapping.UnsupportedTypeError
-				if errors.As(err, &ute) {
-					unmapped = append(unmapped, ute)
-				}
-				errs = append(errs, err)
-				continue
-			}
-			if _, primitive := typ.(icego.PrimitiveType); c.Key && !primitive {
-				errs = append(errs, &PreflightError{
-					Problem: fmt.Sprintf("%s.%s is part of the key the mirror is kept by, but its type %s becomes %s in Iceberg, and a key must be a single value", rel.QualifiedName(), c.Name, c.TypeName, typ),
-					Fix:     fmt.Sprintf("ALTER TABLE %s.%s REPLICA IDENTITY USING INDEX <a unique index on other columns>;  -- or add a primary key without this column, or leave the table out of the publication", decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name)),
-				})
-			}
-			if !rel.WholeRow {
-				continue
-			}
-			if why := mapping.WholeRowProblem(rel.QualifiedName(), c); why != "" {
-				// Rows that cannot be compared: a changelog only.
-				rel.WholeRow = false
-				rel.KeyNote = fmt.Sprintf("REPLICA IDENTITY FULL without a usable primary key keeps the mirror by the whole row, and %s, so rows cannot be compared: add a primary key (not deferrable), or run ALTER TABLE %s REPLICA IDENTITY USING INDEX <a unique index>", why, rel.QuotedName())
-			}
-		}
-		if len(unmapped) > 0 {
-			fix, err := columnListFix(ctx, conn, publication, rel, unmapped)
-			if err != nil {
-				return nil, nil, err
-			}
-			for _, ute := range unmapped {
-				ute.Fix = fix
-			}
+		if len(tableErrs) > 0 {
+			found.tables = append(found.tables, &UnmirrorableError{Table: rel.QualifiedName(), Rel: rel, Err: errors.Join(tableErrs...)})
 		}
 	}
-	return rels, errs, nil
+	found.all = errs
+	return rels, found, nil
+}
+
+// checkTable returns what keeps one published table from being mirrored:
+// the bridge's role (user) cannot read it, a column's type has no Iceberg
+// form, a key column is not a single value, a rule excludes a key column.
+// overrides (may be nil) are attached to the columns they match. err is a
+// failure to check.
+func checkTable(ctx context.Context, conn *pgx.Conn, publication, user string, rel *decode.Relation, overrides *mapping.Overrides) ([]error, error) {
+	var errs []error
+	var canRead bool
+	var owner string
+	if err := conn.QueryRow(ctx, "SELECT has_table_privilege($1::oid, 'SELECT'), pg_get_userbyid(relowner) FROM pg_class WHERE oid = $1", rel.ID).Scan(&canRead, &owner); err != nil {
+		return nil, fmt.Errorf("check privileges on %s: %w", rel.QualifiedName(), err)
+	}
+	if !canRead {
+		// Tables created later in the schema (FOR ALL TABLES, FOR TABLES
+		// IN SCHEMA) need the default privileges of the role creating them.
+		errs = append(errs, &PreflightError{
+			Problem: fmt.Sprintf("role %s cannot read %s", user, rel.QualifiedName()),
+			Fix: fmt.Sprintf("GRANT SELECT ON %s.%s TO %s;\n  and for the tables %s creates later: ALTER DEFAULT PRIVILEGES FOR ROLE %s IN SCHEMA %s GRANT SELECT ON TABLES TO %s;",
+				decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name), decode.QuoteIdent(user),
+				owner, decode.QuoteIdent(owner), decode.QuoteIdent(rel.Schema), decode.QuoteIdent(user)),
+		})
+	}
+	var unmapped []*mapping.UnsupportedTypeError
+	for i := range rel.Columns {
+		rel.Columns[i].Rule = overrides.Match(rel.QualifiedName(), rel.Columns[i].Name, rel.Columns[i].TypeName)
+		c := rel.Columns[i]
+		if c.Excluded() {
+			if c.Key {
+				errs = append(errs, fmt.Errorf("%s.%s is a key column and cannot be excluded by a rule", rel.QualifiedName(), c.Name))
+			}
+			continue
+		}
+		typ, err := mapping.For(rel.QualifiedName(), c)
+		if err != nil {
+			var ute *mapping.UnsupportedTypeError
+			if errors.As(err, &ute) {
+				unmapped = append(unmapped, ute)
+			}
+			errs = append(errs, err)
+			continue
+		}
+		if _, primitive := typ.(icego.PrimitiveType); c.Key && !primitive {
+			errs = append(errs, &PreflightError{
+				Problem: fmt.Sprintf("%s.%s is part of the key the mirror is kept by, but its type %s becomes %s in Iceberg, and a key must be a single value", rel.QualifiedName(), c.Name, c.TypeName, typ),
+				Fix:     fmt.Sprintf("ALTER TABLE %s.%s REPLICA IDENTITY USING INDEX <a unique index on other columns>;  -- or add a primary key without this column, or leave the table out of the publication", decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name)),
+			})
+		}
+		if !rel.WholeRow {
+			continue
+		}
+		if why := mapping.WholeRowProblem(rel.QualifiedName(), c); why != "" {
+			// Rows that cannot be compared: a changelog only.
+			rel.WholeRow = false
+			rel.KeyNote = fmt.Sprintf("REPLICA IDENTITY FULL without a usable primary key keeps the mirror by the whole row, and %s, so rows cannot be compared: add a primary key (not deferrable), or run ALTER TABLE %s REPLICA IDENTITY USING INDEX <a unique index>", why, rel.QuotedName())
+		}
+	}
+	if len(unmapped) > 0 {
+		fix, err := columnListFix(ctx, conn, publication, rel, unmapped)
+		if err != nil {
+			return nil, err
+		}
+		for _, ute := range unmapped {
+			ute.Fix = fix
+		}
+	}
+	return errs, nil
 }
 
 // columnListFix returns the statements that publish rel without its
@@ -182,10 +217,11 @@ func columnListFix(ctx context.Context, conn *pgx.Conn, publication string, rel 
 		pub, tbl, pub, tbl, strings.Join(others, ", "), where), nil
 }
 
-// publishedTables lists the publication's tables with their published
-// columns in attnum order (pgoutput's order). The DDL capture's schema is
-// left out: a FOR ALL TABLES publication holds its key.
-func publishedTables(ctx context.Context, conn *pgx.Conn, publication string) ([]*decode.Relation, error) {
+// publishedTables lists the publication's tables (only relID's, unless it
+// is 0) with their published columns in attnum order (pgoutput's order).
+// The DDL capture's schema is left out: a FOR ALL TABLES publication holds
+// its key.
+func publishedTables(ctx context.Context, conn *pgx.Conn, publication string, relID uint32) ([]*decode.Relation, error) {
 	rows, err := conn.Query(ctx, `
 		SELECT c.oid, pt.schemaname, pt.tablename, c.relreplident, pt.attnames, COALESCE(pt.rowfilter, ''),
 		       EXISTS (SELECT 1 FROM pg_publication_rel pr JOIN pg_publication p ON p.oid = pr.prpubid
@@ -193,8 +229,8 @@ func publishedTables(ctx context.Context, conn *pgx.Conn, publication string) ([
 		FROM pg_publication_tables pt
 		JOIN pg_namespace n ON n.nspname = pt.schemaname
 		JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = pt.tablename
-		WHERE pt.pubname = $1 AND pt.schemaname <> $2
-		ORDER BY 2, 3`, publication, CaptureSchema)
+		WHERE pt.pubname = $1 AND pt.schemaname <> $2 AND ($3::oid = 0 OR c.oid = $3::oid)
+		ORDER BY 2, 3`, publication, CaptureSchema, relID)
 	if err != nil {
 		return nil, fmt.Errorf("list tables of publication %q: %w", publication, err)
 	}

@@ -19,6 +19,7 @@ type Progress struct {
 	ddlIgnored atomic.Int64               // DDL events not authenticated or malformed
 	phase      atomic.Pointer[phaseState] // nil: starting
 	lastStatus atomic.Int64               // unix nanoseconds of the last standby status sent
+	attn       attention                  // tables that need a human
 }
 
 // DDLIgnored counts the DDL events ignored: unsigned, badly signed or
@@ -90,7 +91,10 @@ func (p *Progress) SetPhase(ph Phase, note string) {
 
 // Health reports whether the bridge works as it should at now: copying,
 // or streaming with a standby status sent within HealthStall. reason says
-// what it does, or why it is unhealthy.
+// what it does, or why it is unhealthy, and names the tables that need a
+// human (see NeedsHuman). Those leave the bridge healthy: it streams the
+// other tables, and a restart (what a failing health check leads to) would
+// stop at their preflight error and stream none.
 func (p *Progress) Health(now time.Time) (ok bool, reason string) {
 	st := p.phase.Load()
 	if st == nil {
@@ -104,13 +108,13 @@ func (p *Progress) Health(now time.Time) (ok bool, reason string) {
 	}
 	switch st.phase {
 	case PhaseCopying:
-		return true, with("copying")
+		return true, with("copying") + p.attentionNote()
 	case PhaseStreaming:
 		last := time.Unix(0, p.lastStatus.Load())
 		if idle := now.Sub(last); idle > HealthStall {
 			return false, fmt.Sprintf("stalled: no standby status sent to PostgreSQL for %s (a flush, a table sync or the connection is stuck)", idle.Round(time.Second))
 		}
-		return true, fmt.Sprintf("streaming: acknowledged %s, last standby status %s ago", p.Acked(), now.Sub(last).Round(time.Second))
+		return true, fmt.Sprintf("streaming: acknowledged %s, last standby status %s ago", p.Acked(), now.Sub(last).Round(time.Second)) + p.attentionNote()
 	case PhaseReconnecting:
 		return false, with(fmt.Sprintf("replication connection lost %s ago, reconnecting", now.Sub(st.since).Round(time.Second)))
 	case PhaseStopping:

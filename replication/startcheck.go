@@ -29,11 +29,19 @@ import (
 // the publication since the file was written (a drop_table: drop entry
 // outlives its table), and the entry is idle until the table comes back.
 // At the first start such an entry is a typo and stops the start.
-func PreflightStart(ctx context.Context, conn *pgx.Conn, publication string, overrides *mapping.Overrides, ran bool, log *slog.Logger) ([]*decode.Relation, error) {
-	rels, problems, err := preflight(ctx, conn, publication, overrides)
+//
+// Likewise, once the bridge has run, a table that cannot be mirrored as
+// it is (no GRANT, a type without an Iceberg form, a bad key: any role
+// that creates a table in a FOR ALL TABLES publication can cause it) is
+// held, not an error: it is left out of the tables returned, and the
+// caller skips it (see UnmirrorableError) unless it is mirrored already.
+// At the first start, and for the other problems, the start stops.
+func PreflightStart(ctx context.Context, conn *pgx.Conn, publication string, overrides *mapping.Overrides, ran bool, log *slog.Logger) ([]*decode.Relation, []*UnmirrorableError, error) {
+	rels, found, err := preflight(ctx, conn, publication, overrides)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	errs := found.all
 	if rels != nil && overrides != nil {
 		cfgErr := &mapping.ConfigError{File: overrides.File}
 		left := &mapping.ConfigError{File: overrides.File}
@@ -41,22 +49,32 @@ func PreflightStart(ctx context.Context, conn *pgx.Conn, publication string, ove
 			left = cfgErr
 		}
 		if err := checkRules(ctx, conn, publication, rels, overrides, cfgErr, left); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := cfgErr.Err(); err != nil {
-			problems = append(problems, err)
+			errs = append(errs, err)
 		}
 		if err := left.Err(); err != nil && ran {
 			log.Warn("the configuration names tables that are not in the publication: their entries have no effect until the tables are published again", "publication", publication, "entries", err.Error(), "fix", "remove the entries, or mark them added_later: true")
 		}
 	}
-	if err := errors.Join(problems...); err != nil {
-		return nil, err
+	held := found.tables
+	if !ran {
+		for _, u := range held {
+			errs = append(errs, u.Err)
+		}
+		held = nil
 	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	rels = slices.DeleteFunc(rels, func(r *decode.Relation) bool {
+		return slices.ContainsFunc(held, func(u *UnmirrorableError) bool { return u.Rel == r })
+	})
 	if err := warnKeyless(ctx, conn, publication, rels, log); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return rels, nil
+	return rels, held, nil
 }
 
 // checkRules adds to e the rules and table entries that name what the
@@ -242,5 +260,5 @@ func PublishedTables(ctx context.Context, conn *pgx.Conn, publication string) ([
 	if !exists {
 		return nil, fmt.Errorf("publication %q does not exist in this database", publication)
 	}
-	return publishedTables(ctx, conn, publication)
+	return publishedTables(ctx, conn, publication, 0)
 }

@@ -516,7 +516,20 @@ func (s *stream) keysGained(ctx context.Context) error {
 		if s.cfg.OnKeyGained == nil {
 			continue
 		}
-		if err := s.cfg.OnKeyGained(ctx, relID, keepalive); err != nil {
+		err := s.cfg.OnKeyGained(ctx, relID, keepalive)
+		if unmirrorable(err) {
+			// Its changelog goes on; its mirror waits for the fix and the
+			// next start.
+			var u *UnmirrorableError
+			name := fmt.Sprint(relID)
+			if errors.As(err, &u) {
+				name = u.Table
+			}
+			s.progress.NeedsHuman(relID, name, err.Error())
+			s.log.Warn("table gained a key but cannot be mirrored: it keeps its changelog only", "table", name, "relid", relID, "problem", err)
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}

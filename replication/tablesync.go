@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
-	"github.com/jackc/pgx/v5"
 	"github.com/pg2iceberg/pg2iceberg/decode"
-	"github.com/pg2iceberg/pg2iceberg/mapping"
 )
 
 // SyncTable copies one table while the main slot's stream waits, the way
@@ -50,19 +48,4 @@ func SyncTable(ctx context.Context, rel *decode.Relation, sink CopySink, cfg Cop
 	}
 	log.Info("table sync finished", "table", rel.QualifiedName(), "lsn", lsn, "elapsed", time.Since(start).Round(time.Millisecond))
 	return nil
-}
-
-// LookupTable returns a published table's description, checked as
-// Preflight checks every table.
-func LookupTable(ctx context.Context, conn *pgx.Conn, publication string, relID uint32, overrides *mapping.Overrides) (*decode.Relation, error) {
-	rels, err := Preflight(ctx, conn, publication, overrides)
-	if err != nil {
-		return nil, fmt.Errorf("a table of publication %q changed while streaming and fails the preflight (fix it, then start the bridge again: the slot keeps the changes):\n%w", publication, err)
-	}
-	for _, r := range rels {
-		if r.ID == relID {
-			return r, nil
-		}
-	}
-	return nil, fmt.Errorf("relation %d, publication %q: %w", relID, publication, ErrNotPublished)
 }

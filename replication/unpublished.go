@@ -15,8 +15,14 @@ var ErrNotPublished = errors.New("not in the publication now (dropped, or remove
 // newTable handles a relation message for a table the sink does not know:
 // OnNewTable copies it; a table that is gone or no longer published (it
 // cannot be copied, and the changes alone would make a mirror without the
-// rows that came before them) is skipped. It reports whether the table's
-// messages are skipped.
+// rows that came before them) is skipped, and so is one that cannot be
+// mirrored as it is (no GRANT, a type without an Iceberg form, a key that
+// is not a single value, a name taken): that one needs a human, and is
+// looked up again at its next relation message (pgoutput sends one after
+// the table's definition or privileges change) and at the next start. Its
+// skipped changes are lost to it, so once it can be mirrored it is copied
+// (a table sync), never streamed into from the middle. It reports whether
+// the table's messages are skipped.
 func (s *stream) newTable(ctx context.Context, rel *decode.Relation) (bool, error) {
 	if s.sink.Has(rel.ID) {
 		return false, nil
@@ -36,10 +42,18 @@ func (s *stream) newTable(ctx context.Context, rel *decode.Relation) (bool, erro
 			"relid", rel.ID, "xid", s.txXID, "commit_lsn", s.txCommitLSN)
 		return true, nil
 	}
+	if unmirrorable(err) {
+		s.skipped[rel.ID] = rel.QualifiedName()
+		s.progress.NeedsHuman(rel.ID, rel.QualifiedName(), err.Error())
+		s.log.Warn("table cannot be mirrored: its changes are skipped until it is fixed", "table", rel.QualifiedName(),
+			"relid", rel.ID, "xid", s.txXID, "commit_lsn", s.txCommitLSN, "problem", err)
+		return true, nil
+	}
 	if err != nil {
 		return false, err
 	}
 	delete(s.skipped, rel.ID)
+	s.progress.Resolved(rel.ID)
 	return false, nil
 }
 
