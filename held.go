@@ -61,3 +61,21 @@ func hasIcebergTables(ctx context.Context, cat catalog.Catalog, rel *decode.Rela
 	}
 	return false, nil
 }
+
+// alignKeyless is backfill --table of a table without a key: it has no
+// rows to copy, but its changelog's schema is brought in line with the
+// source (a rename the stream could not follow without the DDL capture).
+// With nothing to bring in line it is the error that says why there is
+// nothing to copy.
+// attnums are its columns by attnum now.
+func alignKeyless(ctx context.Context, sink *iceberg.Sink, rel *decode.Relation, attnums map[int]string, log *slog.Logger) error {
+	changed, err := sink.AlignKeyless(ctx, rel, attnums)
+	if err != nil {
+		return err
+	}
+	if !changed {
+		return replication.Copyable(rel)
+	}
+	log.Info("table has no key: no rows copied, its changelog follows the source's columns from the next change", "table", rel.QualifiedName())
+	return nil
+}

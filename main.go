@@ -586,9 +586,6 @@ func backfillCmd(c *cli.Context) error {
 	if rel == nil {
 		return fmt.Errorf("table %s is not in publication %s", want, pub)
 	}
-	if err := replication.Copyable(rel); err != nil {
-		return err
-	}
 	repl, err := replication.ConnectReplication(ctx, source)
 	if err != nil {
 		return err
@@ -607,11 +604,21 @@ func backfillCmd(c *cli.Context) error {
 	if err := sink.CheckNames(rels); err != nil {
 		return fmt.Errorf("preflight failed:\n%w", err)
 	}
+	attnums, err := replication.AttNums(ctx, conn, rel.ID)
+	if err != nil {
+		return err
+	}
+	if err := sink.FollowKeyRenames(ctx, rel, attnums); err != nil {
+		return err
+	}
 	if err := addTable(ctx, conn, sink, rel); err != nil {
 		return err
 	}
 	if _, err := staleTables(ctx, c, sink, rels, slot, info.ConfirmedFlush, log); err != nil {
 		return err
+	}
+	if !rel.HasKey() {
+		return alignKeyless(ctx, sink, rel, attnums, log)
 	}
 	if err := backfillTable(ctx, c, source, rel, sink, nil, 0, log); err != nil {
 		return err

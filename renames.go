@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/evolution"
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
 	"github.com/pg2iceberg/pg2iceberg/replication"
 )
@@ -50,9 +51,6 @@ func renamedError(table string, renames map[string]string) error {
 		rs = append(rs, fmt.Sprintf("column %s was renamed to %s", from, to))
 	}
 	sort.Strings(rs)
-	return fmt.Errorf("%s: %s since its Iceberg schema was last updated, and without the DDL capture the stream cannot follow a rename (its replication messages show a drop and an add); nothing was written. "+
-		"Copy the table again, which renames the Iceberg column (keeping its field and history) and copies every row: run\n"+
-		"  pg2iceberg backfill --table %s\n"+
-		"with the --source, --publication, --warehouse and --catalog of run, then start the bridge again. pg2iceberg setup installs the DDL capture, which makes later renames exact",
-		table, strings.Join(rs, ", "), table)
+	return fmt.Errorf("%s: %s since its Iceberg schema was last updated, and without the DDL capture the stream cannot follow a rename (its replication messages show a drop and an add); nothing was written. %s",
+		table, strings.Join(rs, ", "), evolution.RecopyAdvice(table))
 }

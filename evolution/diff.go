@@ -116,6 +116,15 @@ func (e *AmbiguousChangeError) Error() string {
 		e.Table, strings.Join(e.Dropped, ", "), strings.Join(e.Added, ", "))
 }
 
+// RecopyAdvice is the way out of a schema change the stream cannot follow
+// for table: copy it again with backfill --table, which brings its Iceberg
+// schema in line with the source by field ID and keeps its history.
+func RecopyAdvice(table string) string {
+	return "To go on, copy the table again, which brings its Iceberg schema in line with the source and keeps its history (a column the catalog proves renamed keeps its field; the snapshots before the copy stay): with the bridge stopped, run\n" +
+		"  pg2iceberg backfill --table " + table + "\n" +
+		"with the --source, --publication, --warehouse and --catalog of run, then start the bridge again. pg2iceberg setup installs the DDL capture, which makes later renames exact"
+}
+
 // KeyChangeError is a change to the key columns (dropped, added or retyped).
 type KeyChangeError struct {
 	Table, Column string
@@ -123,7 +132,8 @@ type KeyChangeError struct {
 }
 
 func (e *KeyChangeError) Error() string {
-	return fmt.Sprintf("%s: key column %s %s; key changes are not applied yet: drop the Iceberg tables and copy the table again", e.Table, e.Column, e.Reason)
+	return fmt.Sprintf("%s: key column %s %s, and the stream cannot apply that to a mirror kept by the key, so nothing was written for this change (a key column renamed without the DDL capture shows as a drop and an add). %s",
+		e.Table, e.Column, e.Reason, RecopyAdvice(e.Table))
 }
 
 // Resolution tells Reconcile how to read a change that the column names

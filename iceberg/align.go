@@ -3,11 +3,14 @@ package iceberg
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	icego "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/evolution"
@@ -225,4 +228,69 @@ func (t *icebergTable) removeProperties(ctx context.Context, what string, keys .
 		return fmt.Errorf("%s %s: %w", what, t.name(), err)
 	}
 	return t.commitTxn(ctx, txn, what, nil)
+}
+
+// AlignKeyless brings the changelog of a table without a mirror in line
+// with the source (attnums: its columns by attnum now) as a copy would,
+// for backfill --table of a keyless table: there are no rows to copy, but
+// a rename the stream could not follow (no DDL capture) is a dead end
+// without it. It reports whether anything was left to bring in line.
+func (s *Sink) AlignKeyless(ctx context.Context, rel *decode.Relation, attnums map[int]string) (bool, error) {
+	st, ok := s.tables[rel.ID]
+	if !ok || st.mirror != nil || st.changelog == nil {
+		return false, fmt.Errorf("table %s: only a table with a changelog and no mirror has its schema aligned without a copy", rel.QualifiedName())
+	}
+	t := st.changelog.icebergTable
+	_, before := pendingReset(t)
+	recorded := attNumsOf(t.tbl)
+	if _, err := s.alignForCopy(ctx, st, rel, attnums, 0); err != nil {
+		return false, err
+	}
+	_, after := pendingReset(t)
+	return before != after || after || !maps.Equal(recorded, attnums), nil
+}
+
+// FollowKeyRenames renames, before the table is opened, the fields of
+// rel's mirror whose key columns the recorded attnums prove renamed
+// (attnums: the source's columns by attnum now), for backfill --table: a
+// mirror is bound to its key columns by name, so one whose key column was
+// renamed while the bridge was stopped cannot be opened to be copied. The
+// copy brings the rest of the schema in line (see alignForCopy).
+func (s *Sink) FollowKeyRenames(ctx context.Context, rel *decode.Relation, attnums map[int]string) error {
+	mid, _ := Identifiers(rel.Schema, rel.Name)
+	tbl, err := s.cat.LoadTable(ctx, mid)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("load table %s: %w", strings.Join(mid, "."), err)
+	}
+	renames := map[string]string{}
+	for from, to := range provenRenames(attNumsOf(tbl), attnums) {
+		_, has := tbl.Schema().FindFieldByName(from)
+		_, taken := tbl.Schema().FindFieldByName(to)
+		if j := rel.ColumnIndex(to); j >= 0 && rel.Columns[j].Key && has && !taken {
+			renames[from] = to
+		}
+	}
+	if len(renames) == 0 {
+		return nil
+	}
+	t, err := openTable(ctx, s.cat, mid, nil, nil, "", nil)
+	if err != nil {
+		return err
+	}
+	txn := t.tbl.NewTransaction()
+	us := txn.UpdateSchema(true, false)
+	for from, to := range renames {
+		us = us.RenameColumn([]string{from}, to)
+	}
+	if err := us.Commit(); err != nil {
+		return fmt.Errorf("rename key columns of %s: %w", t.name(), err)
+	}
+	if err := t.commitTxn(ctx, txn, "rename key columns of", nil); err != nil {
+		return err
+	}
+	s.log.Info("key columns renamed before the copy", "table", t.name(), "renames", renames)
+	return nil
 }

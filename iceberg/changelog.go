@@ -3,6 +3,7 @@ package iceberg
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -62,7 +63,15 @@ func (c *changelog) bindTo(sc *icego.Schema) error {
 	}
 	st := asc.Field(c.idx[6]).Type.(*arrow.StructType)
 	ice, _ := sc.FindFieldByName(colAfter)
-	c.childOf, c.unbound, err = bindFields(c.name(), c.rel, st.Fields(), ice.Type.(*icego.StructType).FieldList)
+	// The changelog is not kept by the key: a key column it lacks (renamed
+	// since, see MissingKeyError) is unbound like any other column until
+	// its schema follows the source.
+	unkeyed := *c.rel
+	unkeyed.Columns = slices.Clone(c.rel.Columns)
+	for i := range unkeyed.Columns {
+		unkeyed.Columns[i].Key = false
+	}
+	c.childOf, c.unbound, err = bindFields(c.name(), &unkeyed, st.Fields(), ice.Type.(*icego.StructType).FieldList)
 	return c.lenientBind(err)
 }
 

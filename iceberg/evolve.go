@@ -92,7 +92,7 @@ func bindFields(table string, rel *decode.Relation, fields []arrow.Field, iceFie
 		}
 		if !ok {
 			if c.Key {
-				return nil, nil, fmt.Errorf("%s: key column %s is not in the Iceberg table", table, c.Name)
+				return nil, nil, &MissingKeyError{Table: rel.QualifiedName(), Iceberg: table, Column: c.Name}
 			}
 			idx[i] = -1
 			continue
@@ -147,6 +147,18 @@ func retiredField(c evolution.Column, byName map[string]int, iceFields []icego.N
 		}
 	}
 	return found, found >= 0
+}
+
+// MissingKeyError is a key column of source table Table that Iceberg
+// table Iceberg lacks: renamed (without the DDL capture, while the bridge
+// was stopped) or a new key since the table was last copied.
+type MissingKeyError struct {
+	Table, Iceberg, Column string
+}
+
+func (e *MissingKeyError) Error() string {
+	return fmt.Sprintf("%s: key column %s is not in Iceberg table %s, which is kept by its key: the column was renamed, or the key changed, since the table was last copied or streamed. %s",
+		e.Table, e.Column, e.Iceberg, evolution.RecopyAdvice(e.Table))
 }
 
 // lenientBind keeps an incompatible column's error in t.bindErr instead of
