@@ -205,11 +205,30 @@ func (s *Sink) renameColumns(ctx context.Context, st *sourceTable, t *icebergTab
 // not rename them back.
 func (s *Sink) renameTable(ctx context.Context, st *sourceTable, rel *decode.Relation) error {
 	mid, cid := Identifiers(rel.Schema, rel.Name)
-	for _, x := range []struct {
+	pairs := []struct {
 		t  *icebergTable
 		to table.Identifier
-	}{{mirrorTable(st.mirror), mid}, {changelogTable(st.changelog), cid}} {
-		if x.t == nil || !s.txOpen || s.tx.commitLSN < schemaLSN(x.t.tbl) {
+	}{{mirrorTable(st.mirror), mid}, {changelogTable(st.changelog), cid}}
+	for _, x := range pairs {
+		if x.t == nil || !s.txOpen || s.tx.commitLSN < schemaLSN(x.t.tbl) || slices.Equal(x.t.ident, x.to) {
+			continue
+		}
+		taken, err := s.nameTaken(ctx, x.to)
+		if err != nil {
+			return err
+		}
+		if taken {
+			// Renaming onto it would fail (the stream would stop at this
+			// change for good) or displace another table's data.
+			s.log.Warn("source table renamed to a name whose Iceberg table is another table's: its Iceberg tables keep their names",
+				"table", rel.QualifiedName(), "taken", strings.Join(x.to, "."), "kept", x.t.name(),
+				"fix", "ALTER TABLE "+rel.QuotedName()+" RENAME TO <a name whose Iceberg tables are free>; until then its changes go to "+x.t.name())
+			st.rel.Schema, st.rel.Name = rel.Schema, rel.Name
+			return nil
+		}
+	}
+	for _, x := range pairs {
+		if x.t == nil || !s.txOpen || s.tx.commitLSN < schemaLSN(x.t.tbl) || slices.Equal(x.t.ident, x.to) {
 			continue
 		}
 		from := x.t.name()
@@ -230,6 +249,23 @@ func (s *Sink) renameTable(ctx context.Context, st *sourceTable, rel *decode.Rel
 	st.rel.Schema, st.rel.Name = rel.Schema, rel.Name
 	s.publishStatus()
 	return nil
+}
+
+// nameTaken reports whether the Iceberg table ident exists in the catalog
+// or is another source table's (a renamed table keeps Iceberg names that
+// are not its source name's).
+func (s *Sink) nameTaken(ctx context.Context, ident table.Identifier) (bool, error) {
+	if s.tableAt(ident) != nil {
+		return true, nil
+	}
+	_, err := s.cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err)
+	}
+	return true, nil
 }
 
 // PropDropped is the table property a kept table of a dropped source table
