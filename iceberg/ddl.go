@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	icego "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -93,6 +92,12 @@ func (s *Sink) InitAttNums(ctx context.Context, relID uint32, attnums map[int]st
 func (s *Sink) DDL(ctx context.Context, ev *decode.DDLEvent) error {
 	s.SpecAbandon("DDL on a published table")
 	st, ok := s.tables[ev.RelID]
+	if !ok && s.txOpen && ev.Tag == "DROP TABLE" {
+		// Maybe a table of ours dropped while the bridge was stopped (see
+		// applyGoneDrops), applied when the transaction commits.
+		s.droppedGone = append(s.droppedGone, *ev)
+		return nil
+	}
 	if !ok || !s.txOpen {
 		return nil // not a table of ours (or a new one: copied when it has changes)
 	}
@@ -285,24 +290,20 @@ func (s *Sink) applyDrops(ctx context.Context) error {
 			continue
 		}
 		policy := s.cfg.Rules.Policies(st.rel.QualifiedName()).DropTable
-		mark, _ := json.Marshal(map[string]any{"lsn": s.tx.commitLSN.String(), "at": s.tx.commitTS.UTC().Format(time.RFC3339Nano)})
 		for _, t := range []*icebergTable{mirrorTable(st.mirror), changelogTable(st.changelog)} {
-			if t == nil || s.tx.commitLSN < schemaLSN(t.tbl) {
+			if t == nil {
 				continue
 			}
-			if policy == "drop" {
-				if err := s.cat.DropTable(ctx, t.ident); err != nil && !errors.Is(err, catalog.ErrNoSuchTable) {
-					return fmt.Errorf("drop %s (its source table was dropped; drop_table: drop): %w", t.name(), err)
-				}
-				s.log.Info("table dropped", "table", t.name(), "policy", policy)
-				continue
-			}
-			if err := t.setProperties(ctx, "mark dropped:", icego.Properties{PropDropped: string(mark), PropSchemaLSN: strconv.FormatUint(uint64(s.tx.commitLSN), 10)}); err != nil {
+			if err := s.applyDropPolicy(ctx, t, policy, s.dropMark()); err != nil {
 				return err
 			}
-			s.log.Info("source table dropped: Iceberg table kept", "table", t.name(), "property", PropDropped)
 		}
 		delete(s.tables, id)
+	}
+	gone := s.droppedGone
+	s.droppedGone = nil
+	if err := s.applyGoneDrops(ctx, gone); err != nil {
+		return err
 	}
 	s.publishStatus()
 	return nil

@@ -97,10 +97,13 @@ type Sink struct {
 
 	stats Stats
 
-	added      map[uint32]decode.NewColumns // columns added or retyped by evolution, see TakeAdded
-	dropped    []uint32                     // tables the open transaction drops, see applyDrops
-	keyChanges map[uint32][]string          // new keys the open transaction gives tables (nil: the whole row), see applyKeyChanges
-	keyGained  []uint32                     // tables without a mirror given a key, see TakeKeyGained
+	added   map[uint32]decode.NewColumns // columns added or retyped by evolution, see TakeAdded
+	dropped []uint32                     // tables the open transaction drops, see applyDrops
+	// droppedGone are the DROP TABLE events of the open transaction for
+	// tables not in s.tables, see applyGoneDrops.
+	droppedGone []decode.DDLEvent
+	keyChanges  map[uint32][]string // new keys the open transaction gives tables (nil: the whole row), see applyKeyChanges
+	keyGained   []uint32            // tables without a mirror given a key, see TakeKeyGained
 	// unknownRows are the tables whose mirrors left out rows with values
 	// nobody knows (see mirror.unknown); recopy the tables to copy again
 	// for them (see TakeRecopy).
@@ -431,7 +434,7 @@ func (s *Sink) Commit(ctx context.Context, end decode.LSN) error {
 	s.tx.endLSN = end
 	s.txOpen = false
 	s.lastEnd = end
-	if len(s.dropped) > 0 || len(s.keyChanges) > 0 {
+	if len(s.dropped) > 0 || len(s.droppedGone) > 0 || len(s.keyChanges) > 0 {
 		if err := s.Flush(ctx); err != nil {
 			return err
 		}

@@ -226,13 +226,7 @@ func TestDropTablePolicy(t *testing.T) {
 		INSERT INTO b SELECT g, 'b' || g FROM generate_series(1, 10) g;
 		INSERT INTO c SELECT g, 'c' || g FROM generate_series(1, 10) g;
 		CREATE PUBLICATION drop_pub FOR TABLE a, b, c;`)
-	if out, err := runOnce(t, "setup", "--source", pg.SuperURL("postgres")); err != nil {
-		t.Fatalf("setup: %v\n%s", err, out)
-	}
-	cfg := filepath.Join(t.TempDir(), "pg2iceberg.yaml")
-	if err := os.WriteFile(cfg, []byte("tables:\n  - table: public.b\n    drop_table: drop\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := setupDropB(t, pg)
 	tg := localTarget(t)
 	run := runArgs(pg, "drop_pub", tg, "--config", cfg)
 	b := startBridge(t, nil, run...)
