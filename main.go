@@ -323,6 +323,9 @@ func runCmd(c *cli.Context) error {
 		err = replication.Stream(ctx, repl, replication.StreamConfig{
 			Slot: slot, Publication: pub, Start: start, SpoolDir: c.String("spool-dir"), Progress: progress,
 			LoadDDLKey: func(ctx context.Context) ([]byte, error) { return replication.LoadDDLKey(ctx, conn) },
+			WaitVisible: func(ctx context.Context, xid uint32, keepalive func() error) error {
+				return replication.WaitVisible(ctx, conn, xid, keepalive, log)
+			},
 			OnNewTable: func(ctx context.Context, rel *decode.Relation, keepalive func() error) error {
 				full, err := replication.LookupTable(ctx, conn, pub, rel.ID, overrides)
 				if err != nil {

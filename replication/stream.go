@@ -100,6 +100,11 @@ type StreamConfig struct {
 	// copies it (see SyncTable). Without it the copy waits for the next
 	// start.
 	OnRecopy func(ctx context.Context, relID uint32, keepalive func() error) error
+	// WaitVisible, when set, is called with the transaction's XID before
+	// each of the callbacks above: it returns once the transaction is
+	// visible to the connection the callbacks read the catalog with (see
+	// WaitVisible), so they see what it did.
+	WaitVisible func(ctx context.Context, xid uint32, keepalive func() error) error
 }
 
 // stream is the state of one replication session.
@@ -474,6 +479,9 @@ func (s *stream) columnsAdded(ctx context.Context) error {
 		if s.cfg.OnColumnsAdded == nil {
 			continue
 		}
+		if err := s.visible(ctx); err != nil {
+			return err
+		}
 		if err := s.cfg.OnColumnsAdded(ctx, relID, cols, func() error { return s.sendStatus(ctx) }); err != nil {
 			return err
 		}
@@ -508,11 +516,26 @@ func (s *stream) replay(ctx context.Context, m *decode.StreamCommit) error {
 	return s.keysGained(ctx)
 }
 
+// visible waits until the open (or last committed) transaction is visible
+// to the callbacks' catalog connection.
+func (s *stream) visible(ctx context.Context) error {
+	if s.cfg.WaitVisible == nil {
+		return nil
+	}
+	return s.cfg.WaitVisible(ctx, s.txXID, func() error { return s.sendStatus(ctx) })
+}
+
 // keysGained hands tables the committed transaction gave a key to
 // OnKeyGained, and tables to copy again to OnRecopy.
 func (s *stream) keysGained(ctx context.Context) error {
 	keepalive := func() error { return s.sendStatus(ctx) }
-	for _, relID := range s.sink.TakeKeyGained() {
+	keyGained := s.sink.TakeKeyGained()
+	if len(keyGained) > 0 {
+		if err := s.visible(ctx); err != nil {
+			return err
+		}
+	}
+	for _, relID := range keyGained {
 		if s.cfg.OnKeyGained == nil {
 			continue
 		}
@@ -533,7 +556,13 @@ func (s *stream) keysGained(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, relID := range s.sink.TakeRecopy() {
+	recopy := s.sink.TakeRecopy()
+	if len(recopy) > 0 {
+		if err := s.visible(ctx); err != nil {
+			return err
+		}
+	}
+	for _, relID := range recopy {
 		if s.cfg.OnRecopy == nil {
 			continue
 		}

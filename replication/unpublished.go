@@ -35,6 +35,9 @@ func (s *stream) newTable(ctx context.Context, rel *decode.Relation) (bool, erro
 	if s.cfg.OnNewTable == nil {
 		return false, nil
 	}
+	if err := s.visible(ctx); err != nil {
+		return false, err
+	}
 	err := s.cfg.OnNewTable(ctx, rel, func() error { return s.sendStatus(ctx) })
 	if errors.Is(err, ErrNotPublished) {
 		s.skipped[rel.ID] = rel.QualifiedName()
