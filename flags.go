@@ -2,11 +2,99 @@ package main
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/pg2iceberg/pg2iceberg/iceberg"
 )
 
-var flagDebug = &cli.BoolFlag{Name: "debug", EnvVars: env("debug"), Usage: "log at debug level"}
+// Every flag is defined once, here, and read by its Name; a command that
+// words one differently takes a copy (see backfillWorkers).
+
+func env(name string) []string {
+	return []string{"PG2ICEBERG_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))}
+}
+
+// The source and the warehouse: every command that reads them.
+var (
+	flagSource = &cli.StringFlag{Name: "source", EnvVars: env("source"), Required: true,
+		Usage: "PostgreSQL URL of the source database, e.g. postgres://app@db:5432/shop (put the password in PGPASSWORD or ~/.pgpass, not here)"}
+	flagPublication = &cli.StringFlag{Name: "publication", EnvVars: env("publication"), Required: true,
+		Usage: "publication to stream; it must exist, e.g. CREATE PUBLICATION shop_pub FOR TABLE orders, customers"}
+	flagSlot = &cli.StringFlag{Name: "slot", EnvVars: env("slot"),
+		Usage: "replication slot; created if missing (default pg2iceberg_<publication>)"}
+	flagWarehouse = &cli.StringFlag{Name: "warehouse", EnvVars: env("warehouse"), Value: "./warehouse",
+		Usage: "where the tables live: a directory, or s3://bucket/prefix"}
+	flagCatalog = &cli.StringFlag{Name: "catalog", EnvVars: env("catalog"),
+		Usage: "catalog: empty for the embedded SQLite catalog (<warehouse>/catalog.db), a SQLite file path, postgres://... for a SQL catalog in Postgres, or http(s)://... for a REST catalog"}
+	flagS3Endpoint = &cli.StringFlag{Name: "s3-endpoint", EnvVars: env("s3-endpoint"),
+		Usage: "S3-compatible endpoint, e.g. http://127.0.0.1:7070 (credentials come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the AWS profile)"}
+	flagConfig = &cli.StringFlag{Name: "config", EnvVars: env("config"),
+		Usage: "a YAML file of type mapping rules, e.g. rules: [{type: numeric, to: \"decimal(38,9)\"}, {column: public.users.ssn, to: exclude}] (see docs/type-mapping.md)"}
+	flagS3Region    = &cli.StringFlag{Name: "s3-region", EnvVars: env("s3-region"), Value: "us-east-1", Usage: "S3 region"}
+	flagS3PathStyle = &cli.BoolFlag{Name: "s3-path-style", EnvVars: env("s3-path-style"), Usage: "address buckets as host/bucket/key, not bucket.host/key (MinIO, versitygw)"}
+
+	flagDebug = &cli.BoolFlag{Name: "debug", EnvVars: env("debug"), Usage: "log at debug level"}
+)
+
+// run's.
+var (
+	flagFlushInterval = &cli.DurationFlag{Name: "flush-interval", EnvVars: env("flush-interval"), Value: iceberg.DefaultFlushInterval, Usage: "commit at least this often while changes are pending, e.g. 5s"}
+	flagFlushRows     = &cli.IntFlag{Name: "flush-rows", EnvVars: env("flush-rows"), Value: iceberg.DefaultFlushRows, Usage: "commit once this many changes are pending"}
+	flagFlushBytes    = &cli.Int64Flag{Name: "flush-bytes", EnvVars: env("flush-bytes"), Value: iceberg.DefaultFlushBytes, Usage: "commit once this many Parquet bytes are pending"}
+	flagMemoryLimit   = &cli.StringFlag{Name: "memory-limit", EnvVars: env("memory-limit"), Value: "384MiB", Usage: "soft memory limit of the Go heap, e.g. 384MiB, 2GiB or 2GB (KB, MB, GB: powers of 1000; KiB, MiB, GiB: powers of 1024); the process peaks somewhat above it"}
+	flagNoChangelog   = &cli.BoolFlag{Name: "no-changelog", EnvVars: env("no-changelog"), Usage: "do not write <table>__changelog tables"}
+	flagSpoolDir      = &cli.StringFlag{Name: "spool-dir", EnvVars: env("spool-dir"), Usage: "directory for large in-progress transactions (default: the system temp dir)"}
+	flagBackfill      = &cli.StringFlag{Name: "backfill", EnvVars: env("backfill"), Value: "copy", Usage: "copy: copy existing rows of every published table first; skip: only stream changes from now on"}
+	flagCopyWorkers   = &cli.IntFlag{Name: "backfill-workers", EnvVars: env("backfill-workers"), Value: runtime.NumCPU(), Usage: "connections copying a table in parallel (ctid block ranges, one snapshot)"}
+	flagMetricsAddr   = &cli.StringFlag{Name: "metrics-addr", EnvVars: env("metrics-addr"), Usage: "serve Prometheus metrics at /metrics, progress as JSON at /status and a health check at /healthz, e.g. 127.0.0.1:9187"}
+	flagOnStaleTable  = &cli.StringFlag{Name: "on-stale-table", EnvVars: env("on-stale-table"), Value: "fail",
+		Usage: "a table whose catalog entry is behind commits the slot confirmed (a catalog restored from an older copy): fail (say what to run), or recopy (copy the table again; its changelog then lacks the changes in between)"}
+)
+
+// The REST catalog server's (serve, and run --serve-catalog).
+var (
+	flagListen = &cli.StringFlag{Name: "listen", EnvVars: env("listen"), Value: "127.0.0.1:8181",
+		Usage: "address of the REST catalog; port 0 picks a free one. Without a token, a non-loopback address is served only when named here (with a warning)"}
+	flagServeCatalog = &cli.StringFlag{Name: "serve-catalog", EnvVars: env("serve-catalog"),
+		Usage: "also serve the warehouse as a read-only Iceberg REST catalog at this address, e.g. 127.0.0.1:8181"}
+	flagCatalogToken = &cli.StringFlag{Name: "catalog-token", EnvVars: env("catalog-token"),
+		Usage: "require Authorization: Bearer <token> on every catalog request (prefer --catalog-token-file or the environment: arguments show in the process list)"}
+	flagCatalogTokenFile = &cli.StringFlag{Name: "catalog-token-file", EnvVars: env("catalog-token-file"),
+		Usage: "read the catalog token from this file"}
+	flagVendS3Credentials = &cli.BoolFlag{Name: "vend-s3-credentials", EnvVars: env("vend-s3-credentials"),
+		Usage: "hand the server's own S3 keys (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) to every client with each table; needs a catalog token. Off: clients use their own credentials"}
+)
+
+// backfill's, setup's and repair's.
+var (
+	flagTable = &cli.StringFlag{Name: "table", Required: true, Usage: "the published table to copy, as schema.table"}
+
+	flagPrint     = &cli.BoolFlag{Name: "print", Usage: "print the SQL instead of running it"}
+	flagUninstall = &cli.BoolFlag{Name: "uninstall", Usage: "remove the DDL capture"}
+	flagGrantTo   = &cli.StringFlag{Name: "grant-to", Usage: "the role the bridge runs as, when it is not a superuser: granted the right to read the key DDL events are signed with"}
+
+	flagDryRun   = &cli.BoolFlag{Name: "dry-run", Usage: "print what would change, change nothing"}
+	flagForce    = &cli.BoolFlag{Name: "force", Usage: "point the catalog at the newest valid metadata file even when it does not descend from the one the catalog points at (a forked history)"}
+	flagLocation = &cli.StringFlag{Name: "location", Usage: "the table's location, when it is not <warehouse>/<namespace>.db/<table> and the catalog has no entry (one table only)"}
+)
+
+// storageFlags are the flags of the commands that read the warehouse, and
+// sourceFlags of those that read the source too.
+var (
+	storageFlags = flags([]cli.Flag{flagWarehouse, flagCatalog, flagS3Endpoint, flagS3Region, flagS3PathStyle})
+	sourceFlags  = flags([]cli.Flag{flagSource, flagPublication, flagSlot, flagWarehouse, flagCatalog, flagConfig}, storageFlags[2:])
+)
+
+// flags is a command's flags: the groups in one new slice, full, so that
+// appending to it (commandFlags) never writes into another command's.
+func flags(groups ...[]cli.Flag) []cli.Flag {
+	out := slices.Concat(groups...)
+	return out[:len(out):len(out)]
+}
 
 // commandFlags lets --debug follow the command as well as precede it, and
 // makes a usage error (an unknown flag) one line that points at --help

@@ -37,17 +37,6 @@ func attNumsProp(m map[int]string) string {
 	return string(b)
 }
 
-// TakeKeyGained returns (and forgets) the tables without a mirror that a
-// DDL event of a committed transaction gave a key.
-func (s *Sink) TakeKeyGained() []uint32 {
-	if s.txOpen {
-		return nil
-	}
-	out := s.keyGained
-	s.keyGained = nil
-	return out
-}
-
 // AddMirror makes the mirror of a table that had a changelog only and now
 // has a key (rel, from the catalog). The caller copies the table into it.
 func (s *Sink) AddMirror(ctx context.Context, rel *decode.Relation) error {
@@ -88,23 +77,24 @@ func (s *Sink) InitAttNums(ctx context.Context, relID uint32, attnums map[int]st
 // DDL applies a captured DDL event of the open transaction, authenticated
 // by the stream (see replication.SetupSQL): renames first (by attnum), then
 // adds, drops and promotions as a relation change would. The schema
-// changes are committed at once, before any row change follows.
-func (s *Sink) DDL(ctx context.Context, ev *decode.DDLEvent) error {
+// changes are committed at once, before any row change follows. It returns
+// what Relation returns for the changes.
+func (s *Sink) DDL(ctx context.Context, ev *decode.DDLEvent) (*decode.NewColumns, error) {
 	s.SpecAbandon("DDL on a published table")
 	st, ok := s.tables[ev.RelID]
 	if !ok && s.txOpen && ev.Tag == "DROP TABLE" {
 		// Maybe a table of ours dropped while the bridge was stopped (see
 		// applyGoneDrops), applied when the transaction commits.
 		s.droppedGone = append(s.droppedGone, *ev)
-		return nil
+		return nil, nil
 	}
 	if !ok || !s.txOpen {
-		return nil // not a table of ours (or a new one: copied when it has changes)
+		return nil, nil // not a table of ours (or a new one: copied when it has changes)
 	}
 	if ev.Tag == "DROP TABLE" {
 		// Applied when the transaction commits, after its changes.
 		s.dropped = append(s.dropped, ev.RelID)
-		return nil
+		return nil, nil
 	}
 	next := make(map[int]string, len(ev.Columns))
 	for _, c := range ev.Columns {
@@ -126,7 +116,7 @@ func (s *Sink) DDL(ctx context.Context, ev *decode.DDLEvent) error {
 			}
 		}
 		if err := s.renameColumns(ctx, st, t, t == changelogTable(st.changelog), renames, next); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for i, c := range st.rel.Columns {
@@ -141,7 +131,7 @@ func (s *Sink) DDL(ctx context.Context, ev *decode.DDLEvent) error {
 	wholeRow := ok && len(keys) == 0 && ev.WholeRow != nil && *ev.WholeRow && s.wholeRowComparable(st.rel)
 	if (len(keys) > 0 || wholeRow) && st.mirror == nil {
 		// A table without a key has a changelog only. Its mirror is made
-		// and the table copied after the commit (TakeKeyGained); a start
+		// and the table copied after the commit (see Commit); a start
 		// that finds the key does the same.
 		s.log.Info("table has a key now (primary key, replica identity index or whole row): its mirror is created and the table copied after this transaction",
 			"table", st.rel.QualifiedName(), "key", keyText(keys))

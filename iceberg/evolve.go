@@ -257,28 +257,18 @@ func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changel
 	if !changelog {
 		// An added column may have a default and a retyped one has
 		// converted values, which no change event carries: the mirror may
-		// need a copy (the caller decides, see TakeAdded). Marking it in
-		// the schema's own commit means a crash before that decision
+		// need a copy (the caller decides, see Sink.Relation). Marking it
+		// in the schema's own commit means a crash before that decision
 		// copies the table again at the next start instead of leaving
 		// its rows without those values.
 		// A column dropped from a mirror kept by the whole row changed
 		// every row's key: that mirror is copied again.
-		var added, retyped, dropped []string
-		for _, u := range updates {
-			switch {
-			case u.Kind == evolution.Add:
-				added = append(added, u.Name)
-			case u.Kind == evolution.Retype:
-				retyped = append(retyped, u.Name)
-			case u.Kind == evolution.Drop && rel.WholeRow:
-				dropped = append(dropped, u.Name)
-			}
-		}
+		nc := newColumns(updates, rel.WholeRow)
 		switch {
-		case len(dropped) > 0:
-			props[PropRecopy] = fmt.Sprintf("added %v, retyped %v, dropped %v from a mirror kept by the whole row", added, retyped, dropped)
-		case len(added)+len(retyped) > 0:
-			props[PropRecopy] = fmt.Sprintf("to check: added %v, retyped %v", added, retyped)
+		case len(nc.Dropped) > 0:
+			props[PropRecopy] = fmt.Sprintf("added %v, retyped %v, dropped %v from a mirror kept by the whole row", nc.Added, nc.Retyped, nc.Dropped)
+		case len(nc.Added)+len(nc.Retyped) > 0:
+			props[PropRecopy] = fmt.Sprintf("to check: added %v, retyped %v", nc.Added, nc.Retyped)
 		}
 	}
 	if err := t.commitTxn(ctx, txn, "evolve schema of", props); err != nil {
@@ -288,17 +278,23 @@ func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changel
 	return updates, nil
 }
 
-// TakeAdded returns (and forgets) the columns schema evolution added or
-// retyped since the last call, by table: the caller checks whether existing
-// rows have values for them (a default, converted values) that no change
-// event carries.
-func (s *Sink) TakeAdded() map[uint32]decode.NewColumns {
-	if len(s.added) == 0 {
-		return nil
+// newColumns sorts a mirror's schema updates into the columns whose
+// existing rows may hold values no change event carries (see
+// decode.NewColumns): added and retyped ones, and those dropped from a
+// mirror kept by the whole row (every row's key changed).
+func newColumns(updates []evolution.Update, wholeRow bool) decode.NewColumns {
+	var nc decode.NewColumns
+	for _, u := range updates {
+		switch {
+		case u.Kind == evolution.Add:
+			nc.Added = append(nc.Added, u.Name)
+		case u.Kind == evolution.Retype:
+			nc.Retyped = append(nc.Retyped, u.Name)
+		case u.Kind == evolution.Drop && wholeRow:
+			nc.Dropped = append(nc.Dropped, u.Name)
+		}
 	}
-	out := s.added
-	s.added = make(map[uint32]decode.NewColumns)
-	return out
+	return nc
 }
 
 // appendCell decodes one value into b, applying the column's rule: with

@@ -35,14 +35,21 @@ type Config struct {
 	FlushRows     int
 	FlushBytes    int64
 	FlushInterval time.Duration
-	// Describe resolves a column that relation messages announce and the
+	// Columns describes a column that relation messages announce and the
 	// sink has not seen described (added or retyped while streaming): its
 	// Type, TypeName and Rule, as preflight sets them. Without it only
 	// built-in types are known, by OID, and no rule applies.
-	Describe func(ctx context.Context, rel *decode.Relation, c *decode.Column) error
+	Columns ColumnDescriber
 	// Rules is the configuration file (may be nil): its table policies
 	// decide incompatible type changes and dropped tables.
 	Rules *mapping.Overrides
+}
+
+// ColumnDescriber looks up a column of a source table in the source's
+// catalog: it sets c's Type, TypeName and Override as preflight sets them
+// (replication.Source implements it over the bridge's SQL connection).
+type ColumnDescriber interface {
+	DescribeColumn(ctx context.Context, rel *decode.Relation, c *decode.Column) error
 }
 
 // Defaults for Config.
@@ -97,16 +104,15 @@ type Sink struct {
 
 	stats Stats
 
-	added   map[uint32]decode.NewColumns // columns added or retyped by evolution, see TakeAdded
-	dropped []uint32                     // tables the open transaction drops, see applyDrops
+	dropped []uint32 // tables the open transaction drops, see applyDrops
 	// droppedGone are the DROP TABLE events of the open transaction for
 	// tables not in s.tables, see applyGoneDrops.
 	droppedGone []decode.DDLEvent
 	keyChanges  map[uint32][]string // new keys the open transaction gives tables (nil: the whole row), see applyKeyChanges
-	keyGained   []uint32            // tables without a mirror given a key, see TakeKeyGained
+	keyGained   []uint32            // tables without a mirror given a key, returned by Commit
 	// unknownRows are the tables whose mirrors left out rows with values
 	// nobody knows (see mirror.unknown); recopy the tables to copy again
-	// for them (see TakeRecopy).
+	// for them, returned by Commit.
 	unknownRows map[*sourceTable]bool
 	recopy      []uint32
 
@@ -117,7 +123,7 @@ type Sink struct {
 
 // NewSink returns a Sink writing through cat.
 func NewSink(cat catalog.Catalog, cfg Config, log *slog.Logger) *Sink {
-	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter), runs: make(map[uint32]*copyRun), added: make(map[uint32]decode.NewColumns), keyChanges: make(map[uint32][]string), unknownRows: make(map[*sourceTable]bool)}
+	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter), runs: make(map[uint32]*copyRun), keyChanges: make(map[uint32][]string), unknownRows: make(map[*sourceTable]bool)}
 }
 
 // Identifiers returns the mirror and changelog identifiers of a source table.
@@ -239,42 +245,29 @@ func (s *Sink) Has(relID uint32) bool {
 // Iceberg schemas when the table's shape changed (see package evolution)
 // and rebinds the writers. Rows already written in this flush stay in files
 // of the old schema, closed here; all are committed together.
-func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
+//
+// When the mirror's schema changed, it returns the columns whose existing
+// rows may hold values no change event carries (nil when it did not): the
+// caller decides whether the table is copied again, and otherwise clears
+// the re-copy mark the schema commit set (ClearRecopy).
+func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) (*decode.NewColumns, error) {
 	st, ok := s.tables[rel.ID]
 	if !ok {
-		return fmt.Errorf("table %s appeared in the stream but is not known; it must be copied first", rel.QualifiedName())
+		return nil, fmt.Errorf("table %s appeared in the stream but is not known; it must be copied first", rel.QualifiedName())
 	}
 	if !sameShape(st.rel, rel) {
 		s.abandonSpecFor(st, "table "+st.rel.QualifiedName()+" changed")
 	}
 	if rel.Schema != st.rel.Schema || rel.Name != st.rel.Name {
 		if err := s.renameTable(ctx, st, rel); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	// pgoutput does not send NOT NULL or type names, and with REPLICA
-	// IDENTITY FULL it flags every column as key: keep the catalog's view,
-	// whose key is the primary key the mirror is indexed by.
-	for i := range rel.Columns {
-		c := &rel.Columns[i]
-		c.Key = false
-		if j := st.rel.ColumnIndex(c.Name); j >= 0 {
-			old := st.rel.Columns[j]
-			c.NotNull, c.Key = old.NotNull, old.Key
-			if c.TypeOID == old.TypeOID && c.TypeMod == old.TypeMod {
-				c.TypeName, c.Type, c.Rule = old.TypeName, old.Type, old.Rule
-				continue
-			}
-		}
-		// Added or retyped: described as preflight describes columns, so
-		// that types beyond the built-in ones and the rules apply to it.
-		if s.cfg.Describe != nil {
-			if err := s.cfg.Describe(ctx, rel, c); err != nil {
-				return err
-			}
-		}
+	if err := s.describeColumns(ctx, st, rel); err != nil {
+		return nil, err
 	}
 	rel.RowFilter, rel.ColumnList, rel.WholeRow, rel.KeyNote = st.rel.RowFilter, st.rel.ColumnList, st.rel.WholeRow, st.rel.KeyNote
+	var added *decode.NewColumns
 	evolve := func(t *icebergTable, changelog bool, closeFiles func() error) error {
 		if !s.txOpen || s.skip(t) || s.tx.commitLSN < schemaLSN(t.tbl) {
 			return nil // a replay from before the table's last schema change
@@ -300,39 +293,57 @@ func (s *Sink) Relation(ctx context.Context, rel *decode.Relation) error {
 		}
 		for _, u := range updates {
 			s.log.Info("schema evolved", "table", t.name(), "change", u.String(), "schema_id", t.tbl.Schema().ID)
-			if changelog {
-				continue
-			}
-			nc := s.added[rel.ID]
-			switch {
-			case u.Kind == evolution.Add:
-				nc.Added = append(nc.Added, u.Name)
-			case u.Kind == evolution.Retype:
-				nc.Retyped = append(nc.Retyped, u.Name)
-			case u.Kind == evolution.Drop && rel.WholeRow:
-				nc.Dropped = append(nc.Dropped, u.Name)
-			}
-			s.added[rel.ID] = nc
+		}
+		if !changelog && len(updates) > 0 {
+			nc := newColumns(updates, rel.WholeRow)
+			added = &nc
 		}
 		return nil
 	}
 	if m := st.mirror; m != nil {
 		if err := evolve(m.icebergTable, false, m.closeFiles); err != nil {
-			return err
+			return nil, err
 		}
 		if err := m.rebind(rel); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if c := st.changelog; c != nil {
 		if err := evolve(c.icebergTable, true, c.closeFiles); err != nil {
-			return err
+			return nil, err
 		}
 		if err := c.rebind(rel); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	st.rel = rel
+	return added, nil
+}
+
+// describeColumns completes a relation message's columns: pgoutput does
+// not send NOT NULL or type names, and with REPLICA IDENTITY FULL it flags
+// every column as key, so the catalog's view is kept, whose key is the
+// primary key the mirror is indexed by. A column added or retyped is
+// described as preflight describes columns (Config.Columns), so that types
+// beyond the built-in ones and the rules apply to it.
+func (s *Sink) describeColumns(ctx context.Context, st *sourceTable, rel *decode.Relation) error {
+	for i := range rel.Columns {
+		c := &rel.Columns[i]
+		c.Key = false
+		if j := st.rel.ColumnIndex(c.Name); j >= 0 {
+			old := st.rel.Columns[j]
+			c.NotNull, c.Key = old.NotNull, old.Key
+			if c.TypeOID == old.TypeOID && c.TypeMod == old.TypeMod {
+				c.TypeName, c.Type, c.Rule = old.TypeName, old.Type, old.Rule
+				continue
+			}
+		}
+		if s.cfg.Columns != nil {
+			if err := s.cfg.Columns.DescribeColumn(ctx, rel, c); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -416,8 +427,21 @@ func (s *Sink) Truncate(rels []*decode.Relation) error {
 }
 
 // Commit closes the open transaction, which ends at end, and flushes when a
-// batch limit is reached.
-func (s *Sink) Commit(ctx context.Context, end decode.LSN) error {
+// batch limit is reached. It returns the tables the transaction leaves to
+// copy: keyGained, tables without a mirror that a DDL event gave a key (the
+// caller makes the mirror, AddMirror, and copies the table); recopy, tables
+// whose mirrors the stream cannot make exact (see closeCopyWindows), to
+// copy again.
+func (s *Sink) Commit(ctx context.Context, end decode.LSN) (keyGained, recopy []uint32, err error) {
+	if err := s.commit(ctx, end); err != nil {
+		return nil, nil, err
+	}
+	keyGained, recopy = s.keyGained, s.recopy
+	s.keyGained, s.recopy = nil, nil
+	return keyGained, recopy, nil
+}
+
+func (s *Sink) commit(ctx context.Context, end decode.LSN) error {
 	if len(s.unknownRows) > 0 {
 		if err := s.closeCopyWindows(ctx, end); err != nil {
 			return err

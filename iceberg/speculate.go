@@ -167,11 +167,12 @@ func (s *Sink) specChange(sp *speculation, c *decode.Change) error {
 	return nil
 }
 
-// SpecCommit commits the speculated transaction xid as a whole transaction
-// of the sink (see Commit). It reports false when there is no speculation
-// of xid to commit (none started, or abandoned): the caller then applies
-// the transaction from its spool.
-func (s *Sink) SpecCommit(ctx context.Context, xid uint32, commitLSN, end decode.LSN, commitTS time.Time) (bool, error) {
+// SpecCommit makes the speculated transaction xid the sink's open
+// transaction, whole: the caller then commits it (Commit), as any other.
+// It reports false when there is no speculation of xid to commit (none
+// started, or abandoned): the caller then applies the transaction from its
+// spool.
+func (s *Sink) SpecCommit(ctx context.Context, xid uint32, commitLSN decode.LSN, commitTS time.Time) (bool, error) {
 	sp := s.spec
 	if sp == nil || sp.xid != xid || s.txOpen {
 		return false, nil
@@ -219,7 +220,7 @@ func (s *Sink) SpecCommit(ctx context.Context, xid uint32, commitLSN, end decode
 	s.pending += sp.changes
 	crashPoint("spec-commit")
 	s.log.Info("streamed transaction applied ahead", "xid", xid, "changes", sp.changes, "commit_lsn", commitLSN)
-	return true, s.Commit(ctx, end)
+	return true, nil
 }
 
 // isSkipped reports whether a transaction committed at commitLSN is

@@ -28,7 +28,7 @@ import (
 //     mirror leaves such a row out and remembers its key (mirror.unknown)
 //     until a change brings the whole row or deletes it. If keys are left
 //     when the stream passes L2, the mirror cannot be exact from the stream
-//     and the table is copied again (TakeRecopy); a flush that commits the
+//     and the table is copied again (Commit returns it); a flush that commits the
 //     mirror while keys are left first marks the table for a re-copy
 //     (PropRecopy), so that a crash copies it again at the next start.
 
@@ -144,14 +144,6 @@ func (m *mirror) markUnknownRows(ctx context.Context) error {
 	return m.setProperties(ctx, "mark a re-copy of", icego.Properties{
 		PropRecopy: fmt.Sprintf("%d rows changed during a resumed copy have unknown values", len(m.unknown)),
 	})
-}
-
-// TakeRecopy returns (and forgets) the tables whose mirrors the stream
-// cannot make exact (see closeCopyWindows): the caller copies them again.
-func (s *Sink) TakeRecopy() []uint32 {
-	out := s.recopy
-	s.recopy = nil
-	return out
 }
 
 // columnNames names the relation columns cols (nil for none).

@@ -60,7 +60,7 @@ func TestChangelogGainsUnavailable(t *testing.T) {
 	if err := s.Change(&decode.Change{Op: decode.Insert, Rel: rel, After: decode.Tuple{text("1"), text("one")}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Commit(ctx, 110); err != nil {
+	if _, _, err := s.Commit(ctx, 110); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Flush(ctx); err != nil {

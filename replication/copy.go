@@ -208,14 +208,7 @@ func copyRows(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Copy
 	if err != nil {
 		return err
 	}
-	cols := make([]string, len(rel.Columns))
-	for i, c := range rel.Columns {
-		cols[i] = decode.QuoteIdent(c.Name)
-	}
-	base := fmt.Sprintf("SELECT %s FROM %s.%s WHERE true", strings.Join(cols, ", "), decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name))
-	if rel.RowFilter != "" {
-		base += " AND (" + rel.RowFilter + ")"
-	}
+	base := copyQuery(rel)
 	chunks := planChunks(pages, len(txs), done)
 	p := &copyProgress{rel: rel, log: log, estimate: int64(estimate), start: time.Now(), last: time.Now(), cfg: cfg, before: doneRows}
 	p.rows.Store(doneRows)
@@ -262,14 +255,7 @@ func copyRows(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Copy
 			}
 			cw.row = cw.writeRow
 			for c := range work {
-				q := base
-				if c.from > 0 {
-					q += fmt.Sprintf(" AND ctid >= '(%d,0)'", c.from)
-				}
-				if c.to > 0 {
-					q += fmt.Sprintf(" AND ctid < '(%d,0)'", c.to)
-				}
-				if _, err := tx.Conn().PgConn().CopyTo(gctx, cw, "COPY ("+q+")"+copySQL); err != nil {
+				if _, err := tx.Conn().PgConn().CopyTo(gctx, cw, "COPY ("+c.query(base)+")"+copySQL); err != nil {
 					return fmt.Errorf("copy %s: %w", rel.QualifiedName(), err)
 				}
 				if err := cw.end(); err != nil {
@@ -295,6 +281,32 @@ func copyRows(ctx context.Context, txs []pgx.Tx, rel *decode.Relation, sink Copy
 	log.Info("copy finished", "table", rel.QualifiedName(), "rows", p.rows.Load(), "rows_copied", copied, "elapsed", time.Since(p.start).Round(time.Millisecond),
 		"rows_per_s", int64(float64(copied)/max(time.Since(p.start).Seconds(), 0.001)))
 	return nil
+}
+
+// copyQuery is the SELECT a copy reads the table's published columns and
+// rows with, to be narrowed to a chunk (see chunk.query).
+func copyQuery(rel *decode.Relation) string {
+	cols := make([]string, len(rel.Columns))
+	for i, c := range rel.Columns {
+		cols[i] = decode.QuoteIdent(c.Name)
+	}
+	base := fmt.Sprintf("SELECT %s FROM %s.%s WHERE true", strings.Join(cols, ", "), decode.QuoteIdent(rel.Schema), decode.QuoteIdent(rel.Name))
+	if rel.RowFilter != "" {
+		base += " AND (" + rel.RowFilter + ")"
+	}
+	return base
+}
+
+// query is base (see copyQuery) narrowed to the chunk's heap pages.
+func (c chunk) query(base string) string {
+	q := base
+	if c.from > 0 {
+		q += fmt.Sprintf(" AND ctid >= '(%d,0)'", c.from)
+	}
+	if c.to > 0 {
+		q += fmt.Sprintf(" AND ctid < '(%d,0)'", c.to)
+	}
+	return q
 }
 
 // sizeHint estimates the rows a copy brings from the statistics (reltuples

@@ -3,6 +3,8 @@ package replication
 import (
 	"fmt"
 	"testing"
+
+	"github.com/pg2iceberg/pg2iceberg/decode"
 )
 
 func TestPlanChunks(t *testing.T) {
@@ -26,6 +28,31 @@ func TestPlanChunks(t *testing.T) {
 	} {
 		if got := fmt.Sprint(planChunks(tc.pages, tc.workers, tc.done)); got != tc.want {
 			t.Errorf("planChunks(%d, %d, %v) = %s, want %s", tc.pages, tc.workers, tc.done, got, tc.want)
+		}
+	}
+}
+
+func TestCopyQuery(t *testing.T) {
+	rel := &decode.Relation{Schema: "shop", Name: `Or"ders`, Columns: []decode.Column{{Name: "id"}, {Name: "Note"}}}
+	base := copyQuery(rel)
+	if want := `SELECT "id", "Note" FROM "shop"."Or""ders" WHERE true`; base != want {
+		t.Errorf("copyQuery = %s, want %s", base, want)
+	}
+	rel.RowFilter = "id > 1"
+	if got, want := copyQuery(rel), base+" AND (id > 1)"; got != want {
+		t.Errorf("copyQuery with a row filter = %s, want %s", got, want)
+	}
+	for _, tc := range []struct {
+		c    chunk
+		want string
+	}{
+		{chunk{0, 0}, base},
+		{chunk{2048, 0}, base + " AND ctid >= '(2048,0)'"},
+		{chunk{0, 2048}, base + " AND ctid < '(2048,0)'"},
+		{chunk{2048, 4096}, base + " AND ctid >= '(2048,0)' AND ctid < '(4096,0)'"},
+	} {
+		if got := tc.c.query(base); got != tc.want {
+			t.Errorf("%v.query = %s, want %s", tc.c, got, tc.want)
 		}
 	}
 }

@@ -182,7 +182,7 @@ func (a *ddlAuth) verify(ctx context.Context, xid uint32, content []byte) (body 
 
 // startDDLAuth reads the key when the stream starts and says, once, when
 // DDL events will be ignored.
-func (s *stream) startDDLAuth(ctx context.Context) {
+func (s *Stream) startDDLAuth(ctx context.Context) {
 	err := s.auth.reload(ctx, true)
 	s.auth.reloaded = false
 	var pe *PreflightError
@@ -201,7 +201,7 @@ func (s *stream) startDDLAuth(ctx context.Context) {
 // transaction: an authenticated, well-formed event goes to the sink;
 // anything else is logged (the first of a transaction), counted and
 // ignored.
-func (s *stream) ddl(ctx context.Context, m *decode.LogicalMessage) error {
+func (s *Stream) ddl(ctx context.Context, m *decode.LogicalMessage) error {
 	body, ignored, err := s.auth.verify(ctx, s.txXID, m.Content)
 	if err != nil {
 		return fmt.Errorf("verify a DDL event: %w", err)
@@ -218,8 +218,10 @@ func (s *stream) ddl(ctx context.Context, m *decode.LogicalMessage) error {
 		}
 		return nil
 	}
-	if err := s.sink.DDL(ctx, ev); err != nil {
+	cols, err := s.sink.DDL(ctx, ev)
+	if err != nil {
 		return err
 	}
-	return s.columnsAdded(ctx)
+	s.columnsAdded(ev.RelID, cols)
+	return nil
 }

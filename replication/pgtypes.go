@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/mapping"
 )
 
@@ -141,25 +140,4 @@ func (r *typeResolver) attributes(ctx context.Context, relid uint32) ([]attrRow,
 // type declared with ndims array dimensions.
 func DescribeType(ctx context.Context, conn *pgx.Conn, oid uint32, mod int32, ndims int) (*mapping.Type, error) {
 	return newTypeResolver(conn).resolve(ctx, oid, mod, ndims, 0)
-}
-
-// DescribeColumn describes a column a relation message announced while
-// streaming (added or retyped since preflight): its type as preflight
-// describes it (array dimensions from the catalog while the column still
-// has that type), its format_type name, and the configuration's rule for
-// it (overrides may be nil).
-func DescribeColumn(ctx context.Context, conn *pgx.Conn, rel *decode.Relation, c *decode.Column, overrides *mapping.Overrides) error {
-	var ndims int
-	var name string
-	if err := conn.QueryRow(ctx, `SELECT coalesce((SELECT attndims FROM pg_attribute WHERE attrelid = $1 AND attname = $2
-			AND atttypid = $3 AND NOT attisdropped), 0), format_type($3, $4)`,
-		rel.ID, c.Name, c.TypeOID, c.TypeMod).Scan(&ndims, &name); err != nil {
-		return fmt.Errorf("describe column %s.%s (type OID %d): %w", rel.QualifiedName(), c.Name, c.TypeOID, err)
-	}
-	t, err := DescribeType(ctx, conn, c.TypeOID, c.TypeMod, ndims)
-	if err != nil {
-		return fmt.Errorf("describe column %s.%s (type %s): %w", rel.QualifiedName(), c.Name, name, err)
-	}
-	c.Type, c.TypeName, c.Rule = t, name, overrides.Match(rel.QualifiedName(), c.Name, name)
-	return nil
 }

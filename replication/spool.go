@@ -161,42 +161,54 @@ func (s *spool) discard(top uint32) {
 	}
 }
 
-// replay calls fn for every message of transaction top that was not aborted,
-// in order, then removes the transaction's file.
-func (s *spool) replay(top uint32, fn func(msg []byte) error) error {
+// spoolReader reads a spooled transaction's messages back, in order,
+// leaving out those of aborted subtransactions.
+type spoolReader struct {
+	sf  *spoolFile
+	top uint32
+	r   *bufio.Reader
+	hdr [8]byte
+	buf []byte
+}
+
+// reader opens transaction top's spool file for reading from the start (nil
+// when nothing was spooled). The caller discards the transaction after.
+func (s *spool) reader(top uint32) (*spoolReader, error) {
 	sf := s.files[top]
 	if sf == nil {
-		return nil
+		return nil, nil
 	}
-	defer s.discard(top)
 	if err := sf.w.Flush(); err != nil {
-		return fmt.Errorf("spool transaction %d: %w", top, err)
+		return nil, fmt.Errorf("spool transaction %d: %w", top, err)
 	}
 	if _, err := sf.f.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("spool transaction %d: %w", top, err)
+		return nil, fmt.Errorf("spool transaction %d: %w", top, err)
 	}
-	r := bufio.NewReaderSize(sf.f, 1<<20)
-	var hdr [8]byte
-	var buf []byte
+	return &spoolReader{sf: sf, top: top, r: bufio.NewReaderSize(sf.f, 1<<20)}, nil
+}
+
+// next returns the next message, valid until the next call, or io.EOF
+// after the last (also for a nil reader).
+func (r *spoolReader) next() ([]byte, error) {
+	if r == nil {
+		return nil, io.EOF
+	}
 	for {
-		if _, err := io.ReadFull(r, hdr[:]); err == io.EOF {
-			return nil
+		if _, err := io.ReadFull(r.r, r.hdr[:]); err == io.EOF {
+			return nil, io.EOF
 		} else if err != nil {
-			return fmt.Errorf("read spooled transaction %d: %w", top, err)
+			return nil, fmt.Errorf("read spooled transaction %d: %w", r.top, err)
 		}
-		xid, n := binary.BigEndian.Uint32(hdr[:4]), binary.BigEndian.Uint32(hdr[4:])
-		if cap(buf) < int(n) {
-			buf = make([]byte, n)
+		xid, n := binary.BigEndian.Uint32(r.hdr[:4]), binary.BigEndian.Uint32(r.hdr[4:])
+		if cap(r.buf) < int(n) {
+			r.buf = make([]byte, n)
 		}
-		buf = buf[:n]
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return fmt.Errorf("read spooled transaction %d: %w", top, err)
+		r.buf = r.buf[:n]
+		if _, err := io.ReadFull(r.r, r.buf); err != nil {
+			return nil, fmt.Errorf("read spooled transaction %d: %w", r.top, err)
 		}
-		if sf.aborted[xid] {
-			continue
-		}
-		if err := fn(buf); err != nil {
-			return err
+		if !r.sf.aborted[xid] {
+			return r.buf, nil
 		}
 	}
 }

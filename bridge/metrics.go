@@ -1,49 +1,25 @@
-package main
+package bridge
 
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/pg2iceberg/pg2iceberg/iceberg"
 	"github.com/pg2iceberg/pg2iceberg/replication"
 )
 
-// copyProgress is every table copy's progress, for /metrics and /status.
-type copyProgress struct {
-	mu     sync.Mutex // guards tables
-	tables map[string][2]int64
-}
-
-var backfillProgress = &copyProgress{tables: map[string][2]int64{}}
-
-func (p *copyProgress) set(table string, rows, estimate int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.tables[table] = [2]int64{rows, estimate}
-}
-
-func (p *copyProgress) snapshot() map[string][2]int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return maps.Clone(p.tables)
-}
-
 // serveMetrics serves /metrics (Prometheus text format), /status (JSON) and
-// /healthz (see healthz)
-// until the returned server is closed. It runs in its own goroutine, started
-// here in main as the style requires.
-func serveMetrics(addr string, p *replication.Progress, st *iceberg.Stats, log *slog.Logger) (*http.Server, error) {
+// /healthz (see healthz) at addr, in a goroutine of the run's errgroup,
+// until stop is called.
+func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics listener on %s: %w", addr, err)
 	}
+	p, st, copies := b.progress, b.sink.Stats(), b.copies
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", healthz(p))
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
@@ -73,7 +49,7 @@ func serveMetrics(addr string, p *replication.Progress, st *iceberg.Stats, log *
 			fmt.Fprintf(w, "pg2iceberg_table_watermark_lsn{table=%q} %d\n", t.Table, uint64(t.Watermark))
 		}
 		fmt.Fprintf(w, "# HELP pg2iceberg_backfill_rows Rows copied by each table's backfill, and its estimated total.\n# TYPE pg2iceberg_backfill_rows gauge\n")
-		for table, v := range backfillProgress.snapshot() {
+		for table, v := range copies.snapshot() {
 			fmt.Fprintf(w, "pg2iceberg_backfill_rows{table=%q} %d\npg2iceberg_backfill_rows_estimated{table=%q} %d\n", table, v[0], table, v[1])
 		}
 	})
@@ -94,7 +70,7 @@ func serveMetrics(addr string, p *replication.Progress, st *iceberg.Stats, log *
 			// Tables whose changes are skipped until a human fixes them.
 			NeedsHuman []replication.Attention `json:"needs_human,omitempty"`
 		}{p.Received().String(), p.Acked().String(), p.ServerWALEnd().String(), p.LagBytes(), st.Changes.Load(), nil, nil, p.Attention()}
-		for table, v := range backfillProgress.snapshot() {
+		for table, v := range copies.snapshot() {
 			if out.Backfill == nil {
 				out.Backfill = map[string]map[string]int64{}
 			}
@@ -111,13 +87,12 @@ func serveMetrics(addr string, p *replication.Progress, st *iceberg.Stats, log *
 		_ = json.NewEncoder(w).Encode(out)
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
-			log.Error("metrics server stopped", "error", err)
-		}
-	}()
-	log.Info("serving metrics", "addr", ln.Addr().String())
-	return srv, nil
+	done := serveHTTP(b.g, srv, ln, "metrics server stopped", b.log)
+	b.log.Info("serving metrics", "addr", ln.Addr().String())
+	return func() {
+		_ = srv.Close()
+		<-done
+	}, nil
 }
 
 // labelEscaper escapes a Prometheus label value (a table name may hold a

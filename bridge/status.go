@@ -1,9 +1,11 @@
-package main
+package bridge
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -16,6 +18,55 @@ import (
 	"github.com/pg2iceberg/pg2iceberg/mapping"
 	"github.com/pg2iceberg/pg2iceberg/replication"
 )
+
+// Status writes the slot's position and lag and each published table's
+// watermarks to w (pg2iceberg status). It reports state: it checks no
+// types of mirrored tables, so it needs neither the configuration file nor
+// a table every rule makes mappable, and it takes no lease. Only a table
+// with no Iceberg table is checked (see tableStatus), with cfg.Rules when
+// given.
+func Status(ctx context.Context, cfg Config, w io.Writer) error {
+	conn, err := replication.Connect(ctx, cfg.Source)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	slot := cfg.Slot
+	info, err := replication.LookupSlot(ctx, conn, slot)
+	switch {
+	case errors.Is(err, replication.ErrNoSlot):
+		fmt.Fprintf(w, "slot %s: does not exist (the bridge has not started)\n", slot)
+	case err != nil:
+		return err
+	default:
+		fmt.Fprintf(w, "slot %s: confirmed_flush_lsn %s, current WAL %s, lag %d bytes, active %t\n",
+			slot, info.ConfirmedFlush, info.CurrentWAL, info.LagBytes(), info.Active)
+	}
+	rels, err := replication.PublishedTables(ctx, conn, cfg.Publication)
+	if err != nil {
+		return err
+	}
+	if err := iceberg.CheckWarehouse(ctx, cfg.Catalog, false); err != nil {
+		return err
+	}
+	cat, err := iceberg.OpenCatalog(ctx, cfg.Catalog)
+	if err != nil {
+		return err
+	}
+	defer closeCatalog(cat, logOr(cfg.Log))
+	check := statusCheck(ctx, conn, cfg.Publication, cfg.Rules)
+	var lines []string
+	for _, rel := range rels {
+		l, err := tableStatus(ctx, cat, rel, info.ConfirmedFlush, check)
+		if err != nil {
+			return err
+		}
+		lines = append(lines, l...)
+	}
+	sort.Strings(lines)
+	fmt.Fprintln(w, strings.Join(lines, "\n"))
+	return nil
+}
 
 // tableStatus returns status's lines for one published table: its mirror's
 // and its changelog's watermark and last commit. A mirror's watermark is
@@ -79,6 +130,24 @@ func icebergTableStatus(ctx context.Context, cat catalog.Catalog, ident table.Id
 		line += staleNote(ctx, tbl, confirmed)
 	}
 	return line, nil
+}
+
+// staleNote is what status adds to the line of a stale table ("" when it
+// is not stale).
+func staleNote(ctx context.Context, tbl *table.Table, confirmed decode.LSN) string {
+	s, err := iceberg.FindStale(ctx, tbl, "", confirmed)
+	if err != nil {
+		return "  (not checked against the slot: " + err.Error() + ")"
+	}
+	if s == nil {
+		return ""
+	}
+	way := "run pg2iceberg repair for it"
+	if !s.Repairable {
+		way = "its newer metadata's files are missing: copy it again (run --on-stale-table=recopy)"
+	}
+	return fmt.Sprintf("  STALE, needs a human: the catalog points at %s, but this bridge committed up to %s (confirmed by the slot) in a newer metadata file; %s, or see the error of pg2iceberg run",
+		s.Current[strings.LastIndex(s.Current, "/")+1:], s.NewerLSN, way)
 }
 
 // unmirroredStatus is the status line of a table that has no Iceberg

@@ -1,10 +1,9 @@
-package main
+package bridge
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 
@@ -23,7 +22,7 @@ import (
 // looks it up again, and once fixed it is copied). One that is mirrored
 // already stops the start: skipping its changes would leave its mirror
 // wrong for good.
-func holdTables(ctx context.Context, cat catalog.Catalog, held []*replication.UnmirrorableError, progress *replication.Progress, log *slog.Logger) error {
+func (b *bridge) holdTables(ctx context.Context, cat catalog.Catalog, held []*replication.UnmirrorableError) error {
 	var mirrored []error
 	for _, u := range held {
 		has, err := hasIcebergTables(ctx, cat, u.Rel)
@@ -34,8 +33,8 @@ func holdTables(ctx context.Context, cat catalog.Catalog, held []*replication.Un
 			mirrored = append(mirrored, u.Err)
 			continue
 		}
-		progress.NeedsHuman(u.Rel.ID, u.Table, u.Error())
-		log.Warn("table cannot be mirrored: its changes are skipped until it is fixed", "table", u.Table, "relid", u.Rel.ID, "problem", u)
+		b.progress.NeedsHuman(u.Rel.ID, u.Table, u.Error())
+		b.log.Warn("table cannot be mirrored: its changes are skipped until it is fixed", "table", u.Table, "relid", u.Rel.ID, "problem", u)
 	}
 	if err := errors.Join(mirrored...); err != nil {
 		return fmt.Errorf("preflight failed:\n%w", err)
@@ -68,14 +67,14 @@ func hasIcebergTables(ctx context.Context, cat catalog.Catalog, rel *decode.Rela
 // With nothing to bring in line it is the error that says why there is
 // nothing to copy.
 // attnums are its columns by attnum now.
-func alignKeyless(ctx context.Context, sink *iceberg.Sink, rel *decode.Relation, attnums map[int]string, log *slog.Logger) error {
-	changed, err := sink.AlignKeyless(ctx, rel, attnums)
+func (b *bridge) alignKeyless(ctx context.Context, rel *decode.Relation, attnums map[int]string) error {
+	changed, err := b.sink.AlignKeyless(ctx, rel, attnums)
 	if err != nil {
 		return err
 	}
 	if !changed {
 		return replication.Copyable(rel)
 	}
-	log.Info("table has no key: no rows copied, its changelog follows the source's columns from the next change", "table", rel.QualifiedName())
+	b.log.Info("table has no key: no rows copied, its changelog follows the source's columns from the next change", "table", rel.QualifiedName())
 	return nil
 }

@@ -19,11 +19,7 @@ func repairCommand() *cli.Command {
    missing file, or a catalog restored from an older copy. Stop the bridge first.
    Example:
    pg2iceberg repair --warehouse ./warehouse --dry-run shop.orders shop.orders__changelog`,
-		Flags: []cli.Flag{flagWarehouse, flagCatalog, flagS3Endpoint, flagS3Region, flagS3PathStye,
-			&cli.BoolFlag{Name: "dry-run", Usage: "print what would change, change nothing"},
-			&cli.BoolFlag{Name: "force", Usage: "point the catalog at the newest valid metadata file even when it does not descend from the one the catalog points at (a forked history)"},
-			&cli.StringFlag{Name: "location", Usage: "the table's location, when it is not <warehouse>/<namespace>.db/<table> and the catalog has no entry (one table only)"},
-		},
+		Flags:  flags(storageFlags, []cli.Flag{flagDryRun, flagForce, flagLocation}),
 		Action: repairCmd,
 	}
 }
@@ -33,15 +29,15 @@ func repairCmd(c *cli.Context) error {
 	if len(tables) == 0 {
 		return errors.New("name the tables to repair, e.g. pg2iceberg repair --warehouse ./warehouse shop.orders")
 	}
-	location := c.String("location")
+	location := c.String(flagLocation.Name)
 	if location != "" && len(tables) > 1 {
 		return errors.New("--location applies to one table: repair the tables one by one")
 	}
-	dry := c.Bool("dry-run")
+	dry := c.Bool(flagDryRun.Name)
 	var errs []error
 	for _, name := range tables {
 		ident := strings.Split(name, ".")
-		res, err := iceberg.Repair(c.Context, catalogConfig(c), ident, location, dry, c.Bool("force"))
+		res, err := iceberg.Repair(c.Context, catalogConfig(c), ident, location, dry, c.Bool(flagForce.Name))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue

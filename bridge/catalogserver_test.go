@@ -1,4 +1,4 @@
-package main
+package bridge
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
 )
@@ -39,22 +41,23 @@ func TestStartCatalogServer(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
 	cases := []struct {
 		name string
-		cfg  catalogServerConfig
+		cfg  CatalogServerConfig
 		want string // error substring; "" to start
 	}{
-		{"loopback without token", catalogServerConfig{Catalog: cat, Listen: "127.0.0.1:0"}, ""},
-		{"any interface without token", catalogServerConfig{Catalog: cat, Listen: "0.0.0.0:0"}, "refusing"},
-		{"any interface named explicitly", catalogServerConfig{Catalog: cat, Listen: "0.0.0.0:0", Explicit: true}, ""},
-		{"any interface with token", catalogServerConfig{Catalog: cat, Listen: "0.0.0.0:0", Token: "tok-3f9a71"}, ""},
-		{"vending without token", catalogServerConfig{Catalog: cat, Listen: "127.0.0.1:0", Vend: true}, "needs --catalog-token"},
-		{"vending without keys", catalogServerConfig{Catalog: cat, Listen: "127.0.0.1:0", Vend: true, Token: "tok-3f9a71"}, "AWS_ACCESS_KEY_ID"},
-		{"bad address", catalogServerConfig{Catalog: cat, Listen: "127.0.0.1"}, "listen address"},
+		{"loopback without token", CatalogServerConfig{Catalog: cat, Listen: "127.0.0.1:0"}, ""},
+		{"any interface without token", CatalogServerConfig{Catalog: cat, Listen: "0.0.0.0:0"}, "refusing"},
+		{"any interface named explicitly", CatalogServerConfig{Catalog: cat, Listen: "0.0.0.0:0", Explicit: true}, ""},
+		{"any interface with token", CatalogServerConfig{Catalog: cat, Listen: "0.0.0.0:0", Token: "tok-3f9a71"}, ""},
+		{"vending without token", CatalogServerConfig{Catalog: cat, Listen: "127.0.0.1:0", Vend: true}, "needs --catalog-token"},
+		{"vending without keys", CatalogServerConfig{Catalog: cat, Listen: "127.0.0.1:0", Vend: true, Token: "tok-3f9a71"}, "AWS_ACCESS_KEY_ID"},
+		{"bad address", CatalogServerConfig{Catalog: cat, Listen: "127.0.0.1"}, "listen address"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs syncBuffer
 			tc.cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
-			stop, err := startCatalogServer(context.Background(), tc.cfg)
+			var g errgroup.Group
+			stop, err := startCatalogServer(context.Background(), &g, tc.cfg)
 			if tc.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("startCatalogServer(%s) = %v, want an error containing %q", tc.cfg.Listen, err, tc.want)
@@ -64,7 +67,12 @@ func TestStartCatalogServer(t *testing.T) {
 			if err != nil {
 				t.Fatalf("startCatalogServer(%s) = %v", tc.cfg.Listen, err)
 			}
-			defer stop()
+			defer func() {
+				stop()
+				if err := g.Wait(); err != nil {
+					t.Errorf("catalog server's goroutine: %v", err)
+				}
+			}()
 			m := regexp.MustCompile(`msg="catalog server listening" addr=(\S+)`).FindStringSubmatch(logs.String())
 			if m == nil {
 				t.Fatalf("no listening line in the log:\n%s", logs.String())

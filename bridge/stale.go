@@ -1,38 +1,28 @@
-package main
+package bridge
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"slices"
 	"strings"
-
-	"github.com/apache/iceberg-go/table"
-	"github.com/urfave/cli/v2"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
 )
 
-var flagOnStaleTable = &cli.StringFlag{Name: "on-stale-table", EnvVars: env("on-stale-table"), Value: "fail",
-	Usage: "a table whose catalog entry is behind commits the slot confirmed (a catalog restored from an older copy): fail (say what to run), or recopy (copy the table again; its changelog then lacks the changes in between)"}
-
 // staleTables checks every table against the slot's confirmed position
-// (see iceberg.StaleTable) before anything is written. With
-// --on-stale-table=fail (the default) a stale table stops the start with
-// what to run; with recopy it returns the tables to copy again.
-func staleTables(ctx context.Context, c *cli.Context, sink *iceberg.Sink, rels []*decode.Relation, slot string, confirmed decode.LSN, log *slog.Logger) ([]*decode.Relation, error) {
-	policy := c.String(flagOnStaleTable.Name) // "" for backfill, which has no such flag: fail
-	if policy != "" && policy != "fail" && policy != "recopy" {
-		return nil, fmt.Errorf("--on-stale-table %q: use fail or recopy", policy)
-	}
+// (see iceberg.StaleTable) before anything is written. A stale table stops
+// the start with what to run, or with RecopyStale it is returned to be
+// copied again.
+func (b *bridge) staleTables(ctx context.Context, rels []*decode.Relation, confirmed decode.LSN) ([]*decode.Relation, error) {
+	sink, log := b.sink, b.log
 	stale, err := sink.Stale(ctx, confirmed)
 	if err != nil || len(stale) == 0 {
 		return nil, err
 	}
-	if policy != "recopy" {
-		return nil, staleError(c, stale, slot, confirmed)
+	if !b.cfg.RecopyStale {
+		return nil, staleError(b.cfg.Catalog, stale, b.cfg.Slot, confirmed)
 	}
 	// Every stale source table's mirror is copied again; a stale changelog
 	// cannot be, and resumes at the slot's position, with a resync row
@@ -57,11 +47,11 @@ func staleTables(ctx context.Context, c *cli.Context, sink *iceberg.Sink, rels [
 }
 
 // staleError says what is wrong with each stale table and what to run.
-func staleError(c *cli.Context, stale []iceberg.StaleTable, slot string, confirmed decode.LSN) error {
+func staleError(cat iceberg.CatalogConfig, stale []iceberg.StaleTable, slot string, confirmed decode.LSN) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "the catalog is behind what this bridge committed and the slot confirmed, for %d table(s):\n", len(stale))
 	var repairable, broken []string
-	rest := restCatalog(c)
+	rest := strings.HasPrefix(cat.Catalog, "http://") || strings.HasPrefix(cat.Catalog, "https://")
 	for _, s := range stale {
 		fmt.Fprintf(&b, "  %s\n", s.Describe(slot, confirmed))
 		if s.Repairable && !rest {
@@ -72,7 +62,7 @@ func staleError(c *cli.Context, stale []iceberg.StaleTable, slot string, confirm
 	}
 	b.WriteString("The catalog was restored from an older copy, or lost its last commits. Streaming on top would fork each table's history and leave out the changes in between, so nothing was written.")
 	if len(repairable) > 0 {
-		fmt.Fprintf(&b, " With the bridge stopped, run\n  %s\nwhich points the catalog at each table's newest valid metadata file, then start the bridge again.", repairCommandLine(c, repairable))
+		fmt.Fprintf(&b, " With the bridge stopped, run\n  %s\nwhich points the catalog at each table's newest valid metadata file, then start the bridge again.", repairCommandLine(cat, repairable))
 	}
 	if len(broken) > 0 {
 		why := "their newer metadata's files are missing"
@@ -85,40 +75,17 @@ func staleError(c *cli.Context, stale []iceberg.StaleTable, slot string, confirm
 	return fmt.Errorf("%s", b.String())
 }
 
-// staleNote is what status adds to the line of a stale table ("" when it
-// is not stale).
-func staleNote(ctx context.Context, tbl *table.Table, confirmed decode.LSN) string {
-	s, err := iceberg.FindStale(ctx, tbl, "", confirmed)
-	if err != nil {
-		return "  (not checked against the slot: " + err.Error() + ")"
-	}
-	if s == nil {
-		return ""
-	}
-	way := "run pg2iceberg repair for it"
-	if !s.Repairable {
-		way = "its newer metadata's files are missing: copy it again (run --on-stale-table=recopy)"
-	}
-	return fmt.Sprintf("  STALE, needs a human: the catalog points at %s, but this bridge committed up to %s (confirmed by the slot) in a newer metadata file; %s, or see the error of pg2iceberg run",
-		s.Current[strings.LastIndex(s.Current, "/")+1:], s.NewerLSN, way)
-}
-
-func restCatalog(c *cli.Context) bool {
-	cat := c.String(flagCatalog.Name)
-	return strings.HasPrefix(cat, "http://") || strings.HasPrefix(cat, "https://")
-}
-
 // repairCommandLine is the repair command for tables, with the storage
-// flags this command was given.
-func repairCommandLine(c *cli.Context, tables []string) string {
-	args := []string{"pg2iceberg", "repair", "--warehouse", shellQuote(c.String(flagWarehouse.Name))}
-	if v := c.String(flagCatalog.Name); v != "" {
+// settings the bridge was given.
+func repairCommandLine(cat iceberg.CatalogConfig, tables []string) string {
+	args := []string{"pg2iceberg", "repair", "--warehouse", shellQuote(cat.Warehouse)}
+	if v := cat.Catalog; v != "" {
 		args = append(args, "--catalog", shellQuote(withoutPassword(v)))
 	}
-	if v := c.String(flagS3Endpoint.Name); v != "" {
-		args = append(args, "--s3-endpoint", shellQuote(v), "--s3-region", shellQuote(c.String(flagS3Region.Name)))
+	if v := cat.S3Endpoint; v != "" {
+		args = append(args, "--s3-endpoint", shellQuote(v), "--s3-region", shellQuote(cat.S3Region))
 	}
-	if c.Bool(flagS3PathStye.Name) {
+	if cat.S3PathStyle {
 		args = append(args, "--s3-path-style")
 	}
 	return strings.Join(append(args, tables...), " ")

@@ -1,0 +1,249 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/iceberg"
+	"github.com/pg2iceberg/pg2iceberg/replication"
+)
+
+// The iceberg sink is what the stream, the copies and the speculation
+// take, and the SQL session is what the sink and the stream look up.
+var (
+	_ replication.Sink        = (*iceberg.Sink)(nil)
+	_ replication.Speculator  = (*iceberg.Sink)(nil)
+	_ replication.CopySink    = copySink{}
+	_ iceberg.ColumnDescriber = (*replication.Source)(nil)
+	_ replication.DDLKeys     = (*replication.Source)(nil)
+)
+
+// bridge is one run's state. Its methods run on the run's goroutine,
+// except the servers', which read only what is safe to read concurrently
+// (progress, copies, the sink's Stats).
+type bridge struct {
+	cfg      Config
+	log      *slog.Logger
+	g        *errgroup.Group       // every goroutine the run starts
+	progress *replication.Progress // the stream's position and the run's phase
+	copies   *copyProgress         // every copy's progress, for /metrics and /status
+	src      *replication.Source   // the SQL session, holding the lease
+	repl     *pgconn.PgConn        // the replication connection, replaced by a reconnect
+	sink     *iceberg.Sink
+}
+
+func newBridge(cfg Config, g *errgroup.Group) *bridge {
+	return &bridge{cfg: cfg, log: logOr(cfg.Log), g: g, progress: &replication.Progress{}, copies: newCopyProgress()}
+}
+
+// errStopped is a copy stopped by ctx (SIGINT, SIGTERM): the run ends
+// cleanly, and the next start copies what is missing.
+var errStopped = errors.New("stopped during a copy")
+
+// Run is the bridge's whole life: it checks the warehouse, connects and
+// takes the lease, runs the preflight, opens the catalog and the tables,
+// checks them against the slot, copies what needs a copy, then streams
+// until ctx is done, surviving a lost connection between transactions,
+// and at the end commits what is pending, acknowledges it and saves the
+// key indexes. Every goroutine it starts (the stream's, the metrics and
+// catalog servers') belongs to one errgroup, joined before it returns.
+func Run(ctx context.Context, cfg Config) error {
+	g, gctx := errgroup.WithContext(ctx)
+	b := newBridge(cfg, g)
+	g.Go(func() error { return b.run(gctx) })
+	return g.Wait()
+}
+
+func (b *bridge) run(ctx context.Context) error {
+	// Before anything is created (the slot, the catalog file).
+	if err := iceberg.CheckWarehouse(ctx, b.cfg.Catalog, true); err != nil {
+		return err
+	}
+	src, err := replication.OpenSource(ctx, b.cfg.sourceConfig())
+	if err != nil {
+		return err
+	}
+	b.src = src
+	defer src.Close() // its connection is reopened after a lost connection
+	if err := src.Lease(ctx); err != nil {
+		return err
+	}
+	_, noSlot := replication.LookupSlot(ctx, src.Conn(), b.cfg.Slot)
+	rels, held, err := replication.PreflightStart(ctx, src.Conn(), b.cfg.Publication, b.cfg.Rules, noSlot == nil, b.log)
+	if err != nil {
+		return fmt.Errorf("preflight failed:\n%w", err)
+	}
+	if b.repl, err = replication.ConnectReplication(ctx, b.cfg.Source); err != nil {
+		return err
+	}
+	defer func() { b.repl.Close(context.Background()) }()
+	sys, err := replication.Identify(ctx, b.repl)
+	if err != nil {
+		return err
+	}
+	cat, err := iceberg.OpenCatalog(ctx, b.cfg.Catalog)
+	if err != nil {
+		return err
+	}
+	defer closeCatalog(cat, b.log)
+	if cs := b.cfg.CatalogServer; cs != nil {
+		stop, err := startCatalogServer(ctx, b.g, *cs)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	b.sink = iceberg.NewSink(cat, iceberg.Config{
+		Source:        b.sourceID(sys),
+		NoChangelog:   b.cfg.NoChangelog,
+		FlushRows:     b.cfg.FlushRows,
+		FlushBytes:    b.cfg.FlushBytes,
+		FlushInterval: b.cfg.FlushInterval,
+		Columns:       src,
+		Rules:         b.cfg.Rules,
+	}, b.log)
+	if err := b.openTables(ctx, rels, rels); err != nil {
+		return err
+	}
+	if err := b.holdTables(ctx, cat, held); err != nil {
+		return err
+	}
+	// Metrics and status from here on, so the first copy's progress shows.
+	if addr := b.cfg.MetricsAddr; addr != "" {
+		stop, err := b.serveMetrics(addr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	start, err := b.prepare(ctx, rels)
+	if errors.Is(err, errStopped) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if start, err = b.stream(ctx, start); err != nil {
+		return err
+	}
+	return b.shutdown(start)
+}
+
+func (b *bridge) sourceID(sys replication.System) iceberg.SourceID {
+	return iceberg.SourceID{SystemID: sys.SystemID, Database: sys.Database, Slot: b.cfg.Slot}
+}
+
+// openTables checks the names of every published table (rels) and opens
+// the Iceberg tables of those in open.
+func (b *bridge) openTables(ctx context.Context, rels, open []*decode.Relation) error {
+	if err := b.sink.CheckNames(rels); err != nil {
+		return fmt.Errorf("preflight failed:\n%w", err)
+	}
+	for _, rel := range open {
+		if err := b.addTable(ctx, rel); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addTable opens a table's Iceberg tables and records its attnums for the
+// DDL capture.
+func (b *bridge) addTable(ctx context.Context, rel *decode.Relation) error {
+	if err := b.sink.AddTable(ctx, rel); err != nil {
+		return err
+	}
+	attnums, err := b.src.AttNums(ctx, rel.ID)
+	if err != nil {
+		return err
+	}
+	return b.sink.InitAttNums(ctx, rel.ID, attnums)
+}
+
+// stream streams from start until ctx is done. A connection lost between
+// transactions is survived: what arrived is committed, the replication
+// connection opened again (and the SQL session, when the server dropped it
+// too), and the stream resumes from what is durable. It returns where the
+// last session started.
+func (b *bridge) stream(ctx context.Context, start decode.LSN) (decode.LSN, error) {
+	backoff := time.Second
+	for {
+		err := b.session(ctx, start)
+		var retry interface{ Retryable() bool }
+		if err == nil || !errors.As(err, &retry) || !retry.Retryable() || b.sink.InTransaction() {
+			return start, err
+		}
+		// Between transactions: commit what arrived, then resume from it.
+		b.log.Warn("replication connection lost; reconnecting", "error", err, "backoff", backoff)
+		b.progress.SetPhase(replication.PhaseReconnecting, err.Error())
+		if err := b.sink.Flush(ctx); err != nil {
+			return start, err
+		}
+		b.repl.Close(context.Background())
+		if b.repl, err = reconnect(ctx, b.cfg.Source, &backoff, b.log); err != nil {
+			return start, err
+		}
+		// A server restart drops the SQL connection too (table syncs and
+		// column descriptions use it): reopen it as well.
+		if err := b.src.Reopen(ctx, b.log); err != nil {
+			return start, err
+		}
+		start = max(start, b.sink.Durable(), b.progress.Acked())
+	}
+}
+
+// reconnect opens a new replication connection, waiting with exponential
+// backoff (at most 30s) between attempts until ctx is done.
+func reconnect(ctx context.Context, source string, backoff *time.Duration, log *slog.Logger) (*pgconn.PgConn, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(*backoff):
+		}
+		conn, err := replication.ConnectReplication(ctx, source)
+		if err == nil {
+			*backoff = time.Second
+			log.Info("reconnected")
+			return conn, nil
+		}
+		*backoff = min(*backoff*2, 30*time.Second)
+		log.Warn("reconnect failed", "error", err, "next_attempt_in", *backoff)
+	}
+}
+
+// shutdown ends a run stopped between transactions: it commits what is
+// pending, acknowledges it and saves the key indexes.
+func (b *bridge) shutdown(start decode.LSN) error {
+	b.progress.SetPhase(replication.PhaseStopping, "")
+	fctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := b.sink.Flush(fctx); err != nil {
+		return err
+	}
+	if err := replication.FinalStatus(fctx, b.repl, b.sink.Durable()); err != nil {
+		return err
+	}
+	if err := b.sink.SaveIndexes(); err != nil {
+		// Only a cache: the next start rebuilds it from the tables.
+		b.log.Warn("key index not saved", "error", err)
+	}
+	b.log.Info("stopped", "lsn", max(start, b.sink.Durable(), b.progress.Acked()))
+	return nil
+}
+
+// closeCatalog closes the catalog at exit; the embedded SQLite catalog is
+// checkpointed, so catalog.db alone is a complete copy after a clean stop.
+func closeCatalog(cat catalog.Catalog, log *slog.Logger) {
+	if err := iceberg.CloseCatalog(cat); err != nil {
+		log.Warn("catalog not closed cleanly; back up catalog.db together with catalog.db-wal", "error", err)
+	}
+}
