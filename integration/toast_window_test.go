@@ -203,6 +203,7 @@ func TestUnchangedToastMovedDuringResumedCopy(t *testing.T) {
 		// Free space in the first range, then make row 30003 too large
 		// for its page: the new version goes where there is room.
 		exec1(t, conn, `DELETE FROM docs WHERE id <= 2000`)
+		waitNoSnapshots(t, conn) // the killed bridge's copy backend may still hold one
 		exec1(t, conn, `VACUUM docs`)
 		exec1(t, conn, `UPDATE docs SET pad = repeat('q', 2000) WHERE id = 30003`)
 		var page int64
@@ -218,4 +219,27 @@ func TestUnchangedToastMovedDuringResumedCopy(t *testing.T) {
 		t.Errorf("the table was not copied again; log:\n%s", tail(b.log(), 20))
 	}
 	checkDocs(t, tg, conn, "id::text AS id, n::text AS n, md5(body) AS body, pad")
+}
+
+// waitNoSnapshots waits until no other session of the server holds a
+// snapshot or a transaction: a backend of a killed bridge goes on until
+// it next writes to its closed socket, and while it holds its snapshot
+// VACUUM keeps the rows it could see.
+func waitNoSnapshots(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var n int
+		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE pid <> pg_backend_pid() AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d other sessions still hold a snapshot after a minute", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
