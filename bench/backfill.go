@@ -191,7 +191,7 @@ func (e *env) prepareBackfill(ctx context.Context, conn *pgx.Conn, w *workload, 
 }
 
 // copyTextSession gives psql's text COPY the session settings the bridge
-// reads values with (replication.sessionParams), so both produce the same
+// reads values with (replication.SessionParams), so both produce the same
 // text.
 const copyTextSession = "-c DateStyle=ISO,YMD -c TimeZone=UTC -c IntervalStyle=postgres -c extra_float_digits=3 -c bytea_output=hex"
 

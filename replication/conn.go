@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -22,6 +23,16 @@ var sessionParams = map[string]string{
 	"extra_float_digits": "3",
 	"bytea_output":       "hex",
 	"application_name":   "pg2iceberg",
+}
+
+// SessionParams returns the settings that give every value the text form
+// the bridge reads (all of sessionParams but application_name), for a
+// consumer that must decode the same text, such as the bench's null
+// consumer.
+func SessionParams() map[string]string {
+	p := maps.Clone(sessionParams)
+	delete(p, "application_name")
+	return p
 }
 
 func parseConfig(connURL string, replication bool) (*pgconn.Config, error) {

@@ -41,17 +41,6 @@ import (
 	"github.com/pg2iceberg/pg2iceberg/replication"
 )
 
-// sessionParams are the bridge's (replication/conn.go; a test keeps them
-// equal). pgoutput formats values with the session's settings, so they
-// shape the walsender's work.
-var sessionParams = map[string]string{
-	"DateStyle":          "ISO, YMD",
-	"TimeZone":           "UTC",
-	"IntervalStyle":      "postgres",
-	"extra_float_digits": "3",
-	"bytea_output":       "hex",
-}
-
 type config struct {
 	url            string
 	slot           string
@@ -144,7 +133,7 @@ func run(ctx context.Context, c config) (result, error) {
 	if err != nil {
 		return result{}, fmt.Errorf("parse -url: %w", err)
 	}
-	for k, v := range sessionParams {
+	for k, v := range replication.SessionParams() {
 		pc.RuntimeParams[k] = v
 	}
 	pc.RuntimeParams["application_name"] = c.app
