@@ -61,7 +61,8 @@ func TestCommitNotYetVisible(t *testing.T) {
 	if visible {
 		t.Fatal("the transaction is visible already: the synchronous standby did not hold it")
 	}
-	time.Sleep(2 * time.Second) // the bridge keeps waiting, however long the commit takes to show
+	// The bridge keeps waiting, however long the commit takes to show.
+	waitLog(t, b, "waiting for a received transaction to become visible")
 	setSyncStandby(t, pg, conn, "")
 	released = true
 	if err := <-done; err != nil {
