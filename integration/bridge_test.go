@@ -324,6 +324,44 @@ func waitCaughtUp(t *testing.T, conn *pgx.Conn, slot string, b *bridge) {
 	t.Fatalf("slot %s did not reach %s within 3 minutes", slot, want)
 }
 
+// waitCommittedOrExit waits until the slot has acknowledged everything
+// written so far, or the bridge has exited (a test's crash point).
+func waitCommittedOrExit(t *testing.T, conn *pgx.Conn, slot string, b *bridge) {
+	t.Helper()
+	want := lsnOf(t, conn, "SELECT pg_current_wal_insert_lsn()::text")
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) && b.running() {
+		if lsnOf(t, conn, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", slot) >= want {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if b.running() {
+		t.Fatalf("slot %s did not reach %s within 3 minutes", slot, want)
+	}
+}
+
+// waitReceived waits until the bridge serving metrics at addr has received
+// everything committed so far, not necessarily committed it to Iceberg. It
+// emits a non-transactional logical message, which pgoutput sends at once
+// with its own end LSN, after everything before it in the WAL; the bridge
+// ignores it (unsigned) but counts it in pg2iceberg_received_lsn.
+func waitReceived(t *testing.T, addr string, conn *pgx.Conn, b *bridge) {
+	t.Helper()
+	marker := lsnOf(t, conn, "SELECT pg_logical_emit_message(false, 'pg2iceberg-test-marker', '')::text")
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if pglogrepl.LSN(metricValue(t, addr, "pg2iceberg_received_lsn")) >= marker {
+			return
+		}
+		if !b.running() {
+			t.Fatalf("bridge exited (%v) before receiving %s; log:\n%s", b.err, marker, tail(b.log(), 40))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the bridge did not receive the marker message at %s within a minute", marker)
+}
+
 // row is a row in canonical text form: column → text (nil for NULL).
 type row map[string]any
 

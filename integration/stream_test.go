@@ -143,7 +143,8 @@ func (w *workload) steps() []func() {
 // a second one, started afterwards, must converge.
 func runMixed(t *testing.T, tg target, crash string) {
 	pg, conn := startSource(t, shopSchema)
-	args := runArgs(pg, "shop_pub", tg)
+	addr := freeAddr(t)
+	args := runArgs(pg, "shop_pub", tg, "--metrics-addr", addr)
 	env := tg.env()
 	if crash != "" {
 		env = append(env, "PG2ICEBERG_TEST_CRASH="+crash)
@@ -156,7 +157,9 @@ func runMixed(t *testing.T, tg target, crash string) {
 	restarted := false
 	for i, step := range steps {
 		step()
-		time.Sleep(1300 * time.Millisecond) // let flushes fall between steps
+		// Each step in snapshots of its own: the next starts once this one is
+		// committed (or the bridge died at its crash point, restarted below).
+		waitCommittedOrExit(t, conn, "pg2iceberg_shop_pub", b)
 		if crash != "" && !restarted && !b.running() {
 			t.Logf("bridge died at step %d as arranged (%s); restarting", i+1, crash)
 			if !strings.Contains(b.err.Error(), "killed") {
@@ -174,7 +177,7 @@ func runMixed(t *testing.T, tg target, crash string) {
 	waitCaughtUp(t, conn, "pg2iceberg_shop_pub", b)
 	// A last change right before SIGTERM: stopping must flush it.
 	w.exec(aud, `INSERT INTO shop.audit VALUES ('just before stop', now())`)
-	time.Sleep(300 * time.Millisecond)
+	waitReceived(t, addr, conn, b)
 	b.stop(t)
 
 	for _, tc := range []struct{ table, sel string }{{cust, customersSelect}, {ord, ordersSelect}} {
