@@ -74,7 +74,7 @@ func TestStreamedTransactionAhead(t *testing.T) {
 			if tag.Insert() || tag.Update() || tag.Delete() {
 				changes += tag.RowsAffected()
 			}
-			time.Sleep(150 * time.Millisecond)
+			waitLoadCommits(t, &loadChanges, 2)
 		}
 		if _, err := tx.Exec(ctx, end); err != nil {
 			t.Fatal(err)
@@ -281,16 +281,17 @@ func TestStreamedTransactionsInterleaved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The statements run one after another, so the WAL holds them in this
+	// order and logical decoding, which streams the largest transaction over
+	// logical_decoding_work_mem, decides the same way every run: no pause
+	// between them is needed.
 	run(first, "INSERT INTO big SELECT g, 'first', g FROM generate_series(100001, 130000) g")
-	time.Sleep(200 * time.Millisecond)
 	run(second, "INSERT INTO big SELECT g, 'second', g FROM generate_series(200001, 230000) g")
 	run(second, "UPDATE big SET v = 'second' WHERE id BETWEEN 5001 AND 8000")
-	time.Sleep(200 * time.Millisecond)
 	run(first, "UPDATE big SET v = 'first' WHERE id <= 3000")
 	if err := second.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
 	run(first, "DELETE FROM big WHERE id BETWEEN 3001 AND 4000")
 	if err := first.Commit(ctx); err != nil {
 		t.Fatal(err)
@@ -315,4 +316,19 @@ func TestStreamedTransactionsInterleaved(t *testing.T) {
 	want := pgRows(t, conn, "id, v, n", "public.big")
 	compareRows(t, "iceberg-go", "public.big", "id", icegoRows(t, tg, "public.big"), want)
 	checkChangelog(t, tg, "public.big", changes)
+}
+
+// waitLoadCommits waits until a concurrent load has committed n more changes
+// (its counter grows), so that its transactions fall between a large
+// transaction's statements in the WAL.
+func waitLoadCommits(t *testing.T, changes *atomic.Int64, n int64) {
+	t.Helper()
+	want := changes.Load() + n
+	deadline := time.Now().Add(30 * time.Second)
+	for changes.Load() < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("the load committed no change within 30 s (at %d, want %d)", changes.Load(), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
