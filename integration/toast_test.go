@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
@@ -45,7 +44,8 @@ func TestUnchangedToast(t *testing.T) {
 		exec1(t, conn, fmt.Sprintf(`UPDATE %s SET n = n + 1 WHERE id = 2`, tb))
 		exec1(t, conn, fmt.Sprintf(`UPDATE %s SET n = n + 1 WHERE id = 1`, tb))
 	}
-	time.Sleep(2500 * time.Millisecond) // next flush: rows are in committed files
+	// Committed: the next updates find the rows in committed files.
+	waitCaughtUp(t, conn, "pg2iceberg_docs_pub", b)
 	for _, tb := range []string{"docs_default", "docs_full"} {
 		exec1(t, conn, fmt.Sprintf(`UPDATE %s SET n = n + 10`, tb))
 		exec1(t, conn, fmt.Sprintf(`UPDATE %s SET n = n + 100 WHERE id = 1`, tb))
