@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	icego "github.com/apache/iceberg-go"
 	icegorest "github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 	"github.com/jackc/pgx/v5"
@@ -150,8 +151,9 @@ func joinKey(groups []row) string {
 
 // interopWorkload updates and deletes rows of both mirrored tables over
 // several flushes, so the mirrors carry position deletes from several
-// snapshots. It returns the changelog rows per op it caused in orders.
-func interopWorkload(t *testing.T, conn *pgx.Conn) map[string]string {
+// snapshots (checked by checkDeletesFromSnapshots). It returns the
+// changelog rows per op it caused in orders.
+func interopWorkload(t *testing.T, conn *pgx.Conn, slot string, b *bridge) map[string]string {
 	changes := map[string]int64{}
 	steps := []struct{ op, sql string }{
 		{"U", `UPDATE shop.orders SET status = 'paid' WHERE id % 3 = 0`},
@@ -170,7 +172,7 @@ func interopWorkload(t *testing.T, conn *pgx.Conn) map[string]string {
 			changes[s.op] += n
 		}
 		if i%2 == 1 {
-			time.Sleep(1200 * time.Millisecond) // a flush between steps
+			waitCaughtUp(t, conn, slot, b) // committed: the next steps go in later snapshots
 		}
 	}
 	out := map[string]string{}
@@ -178,6 +180,37 @@ func interopWorkload(t *testing.T, conn *pgx.Conn) map[string]string {
 		out[op] = fmt.Sprint(n)
 	}
 	return out
+}
+
+// checkDeletesFromSnapshots fails the test unless the orders mirror's
+// current snapshot holds position deletes written by at least three
+// snapshots (distinct sequence numbers), as interopWorkload means it to: the
+// readers are then proven on deletes from several snapshots.
+func checkDeletesFromSnapshots(t *testing.T, tg target) {
+	t.Helper()
+	tbl := icegoTable(t, tg, "shop.orders")
+	fsys, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests, err := tbl.CurrentSnapshot().Manifests(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := map[int64]bool{}
+	for _, m := range manifests {
+		for e, err := range m.Entries(fsys, true) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.DataFile().ContentType() == icego.EntryContentPosDeletes {
+				seqs[e.SequenceNum()] = true
+			}
+		}
+	}
+	if len(seqs) < 3 {
+		t.Fatalf("shop.orders holds position deletes from %d snapshots (sequence numbers %v), want at least 3", len(seqs), seqs)
+	}
 }
 
 // postgresReport is the report of the source: what every reader must say.
@@ -236,9 +269,10 @@ func TestInterop(t *testing.T) {
 	uri := "http://" + listening(t, serve)
 	spark := startSpark(t, uri, token, jar)
 
-	changes := interopWorkload(t, conn)
+	changes := interopWorkload(t, conn, slot, b)
 	waitCaughtUp(t, conn, slot, b)
 	b.stop(t)
+	checkDeletesFromSnapshots(t, tg)
 	phaseA := time.Now()
 	want := postgresReport(t, conn)
 	want.Changes = changes
@@ -344,9 +378,10 @@ func TestInteropS3(t *testing.T) {
 	const slot = "pg2iceberg_shop_pub"
 	b := startBridge(t, tg.env(), runArgs(pg, "shop_pub", tg)...)
 	waitSlot(t, conn, slot, b)
-	changes := interopWorkload(t, conn)
+	changes := interopWorkload(t, conn, slot, b)
 	waitCaughtUp(t, conn, slot, b)
 	b.stop(t)
+	checkDeletesFromSnapshots(t, tg)
 	want := postgresReport(t, conn)
 	want.Changes = changes
 
