@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +22,9 @@ func TestTableAddedWhileStreaming(t *testing.T) {
 
 	// Write load on the new table and an old one, before, during and after
 	// it joins the publication.
+	var steps atomic.Int64
 	stop := writeLoad(t, pg, 5*time.Millisecond, func(ctx context.Context, lc *pgx.Conn, i int) error {
+		defer steps.Add(1)
 		for _, q := range []string{
 			`UPDATE shop.later SET n = n + 1, v = 'u' || $1 WHERE id % 97 = $1 % 97`,
 			`INSERT INTO shop.later VALUES (100000 + $1, 'new', 0)`,
@@ -34,9 +37,12 @@ func TestTableAddedWhileStreaming(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(time.Second)
+	waitLoadCommits(t, &steps, 20) // before it joins
 	exec1(t, conn, `ALTER PUBLICATION shop_pub ADD TABLE shop.later`)
-	time.Sleep(4 * time.Second)
+	waitLog(t, b, `msg="copy started" table=shop.later`)
+	waitLoadCommits(t, &steps, 5) // during its copy
+	waitLog(t, b, `msg="copy finished" table=shop.later`)
+	waitLoadCommits(t, &steps, 20) // after it
 	stop()
 	waitCaughtUp(t, conn, "pg2iceberg_shop_pub", b)
 	b.stop(t)
