@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pglogrepl"
+
 	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
 
@@ -125,8 +127,16 @@ func TestReconnectStatusMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if st.Changes < 200 || len(st.Tables) != 5 {
-		t.Errorf("/status = %+v, want at least 200 changes and 5 tables", st)
+	// Exactly the two updates' rows: the initial copy is not a change.
+	if st.Changes != 200 || len(st.Tables) != 5 {
+		t.Errorf("/status = %+v, want 200 changes (100 updates before the terminate, 100 after) and 5 tables", st)
+	}
+	if n := metricValue(t, addr, "pg2iceberg_changes_total"); n != 200 {
+		t.Errorf("pg2iceberg_changes_total = %d, want 200", n)
+	}
+	acked := pglogrepl.LSN(metricValue(t, addr, "pg2iceberg_acknowledged_lsn"))
+	if confirmed := lsnOf(t, conn, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'pg2iceberg_shop_pub'"); acked != confirmed {
+		t.Errorf("pg2iceberg_acknowledged_lsn = %s, the slot's confirmed_flush_lsn %s", acked, confirmed)
 	}
 	b.stop(t)
 
