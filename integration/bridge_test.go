@@ -434,8 +434,9 @@ func mustAbs(t *testing.T, p string) string {
 	return a
 }
 
-// compareRows requires got and want to hold the same rows by key, and
-// reports whether they do.
+// compareRows requires got and want to hold the same rows by key, each with
+// every column of want (a column got lacks is a difference, not a NULL;
+// columns only got has are not compared), and reports whether they do.
 func compareRows(t *testing.T, reader, table, key string, got, want []row) bool {
 	t.Helper()
 	g, w := rowsKey(got, key), rowsKey(want, key)
@@ -450,7 +451,13 @@ func compareRows(t *testing.T, reader, table, key string, got, want []row) bool 
 			continue
 		}
 		for col, wv := range wr {
-			if fmt.Sprint(gr[col]) != fmt.Sprint(wv) {
+			gv, present := gr[col]
+			if !present {
+				// Not read as NULL: a reader that lost a column must fail.
+				diffs = append(diffs, fmt.Sprintf("%s=%s column %s missing, want %v", key, k, col, wv))
+				continue
+			}
+			if fmt.Sprint(gv) != fmt.Sprint(wv) {
 				diffs = append(diffs, fmt.Sprintf("%s=%s column %s = %v, want %v", key, k, col, gr[col], wv))
 			}
 		}
