@@ -218,6 +218,16 @@ func (b *bridge) exited(t *testing.T, within time.Duration) {
 	}
 }
 
+// crashed waits for the bridge to die at its armed crash point: a SIGKILL
+// it sent itself, not any other exit (an error would pass for a crash).
+func (b *bridge) crashed(t *testing.T, within time.Duration) {
+	t.Helper()
+	b.exited(t, within)
+	if b.err == nil || !strings.Contains(b.err.Error(), "killed") {
+		t.Fatalf("bridge exited with %v, want a SIGKILL at its crash point; log:\n%s", b.err, tail(b.log(), 40))
+	}
+}
+
 func (b *bridge) running() bool {
 	select {
 	case <-b.done:

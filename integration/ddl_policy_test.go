@@ -409,7 +409,7 @@ func TestRecopyAfterKill(t *testing.T) {
 	waitSlot(t, conn, "pg2iceberg_rc_pub", b)
 	exec1(t, conn, `ALTER TABLE t ADD COLUMN d text NOT NULL DEFAULT 'dflt'`)
 	exec1(t, conn, `UPDATE t SET v = 'x' WHERE id = 1`)
-	b.exited(t, time.Minute)
+	b.crashed(t, time.Minute)
 	if p := loadTable(t, tg, "public.t").Properties()[iceberg.PropRecopy]; p == "" {
 		t.Fatalf("killed during the re-copy, but %s is not set; log:\n%s", iceberg.PropRecopy, tail(b.log(), 10))
 	}
@@ -535,7 +535,7 @@ func TestTypeChangeCrash(t *testing.T) {
 			exec1(t, conn, `UPDATE tc.items SET code = code || '1' WHERE id <= 3`)
 			exec1(t, conn, `ALTER TABLE tc.items ALTER COLUMN code TYPE int USING code::int`)
 			exec1(t, conn, `UPDATE tc.items SET code = code + 1 WHERE id = 10`)
-			b.exited(t, time.Minute)
+			b.crashed(t, time.Minute)
 			if p := loadTable(t, tg, "tc.items").Properties()[iceberg.PropRecopy]; p == "" {
 				t.Fatalf("killed after the retype's schema commit, but %s is not set; log:\n%s", iceberg.PropRecopy, tail(b.log(), 10))
 			}

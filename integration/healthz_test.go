@@ -27,7 +27,7 @@ func TestHealthz(t *testing.T) {
 	addr := freeAddr(t)
 	run := append([]string{"run", "--source", pg.URL("bridge", "bridge-pw", "postgres"), "--publication", "h_pub", "--flush-interval", "1s", "--metrics-addr", addr}, tg.args()...)
 	b := startBridge(t, []string{"PG2ICEBERG_TEST_CRASH=copy-done:1"}, run...)
-	b.exited(t, time.Minute) // a copied, b not
+	b.crashed(t, time.Minute) // a copied, b not
 	// A transaction with an xid: no slot can be created until it ends.
 	hold := pgConn(t, pg)
 	tx, err := hold.Begin(ctx)

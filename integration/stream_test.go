@@ -170,7 +170,7 @@ func runMixed(t *testing.T, tg target, crash string) {
 		}
 	}
 	if crash != "" && !restarted {
-		b.exited(t, time.Minute)
+		b.crashed(t, time.Minute)
 		b = startBridge(t, tg.env(), args...)
 		restarted = true
 	}

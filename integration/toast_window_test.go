@@ -150,7 +150,7 @@ const resumedCopySource = `CREATE TABLE docs (id int PRIMARY KEY, n int, body te
 func startResumedCopy(t *testing.T, tg target, args []string, conn *pgx.Conn, whileDown func()) *bridge {
 	t.Helper()
 	b := startBridge(t, []string{"PG2ICEBERG_TEST_CRASH=copy-chunk:1"}, args...)
-	b.exited(t, 3*time.Minute)
+	b.crashed(t, 3*time.Minute)
 	if !strings.Contains(b.log(), `msg="copy chunk committed" table=public.docs pages_from=0 pages_to=2048`) {
 		t.Fatalf("the first copy did not stop after its first chunk [0, 2048); log:\n%s", tail(b.log(), 20))
 	}
