@@ -1,9 +1,12 @@
 package integration
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -47,12 +50,19 @@ func TestLargeTransaction(t *testing.T) {
 	pg, conn := startSourceWith(t, settings, `CREATE TABLE big (id int PRIMARY KEY, v text, n bigint, at timestamptz);
 		CREATE PUBLICATION big_pub FOR TABLE big;`)
 	tg := localTarget(t)
-	b := startBridge(t, nil, runArgs(pg, "big_pub", tg)...)
+	spoolDir := t.TempDir()
+	b := startBridge(t, nil, runArgs(pg, "big_pub", tg, "--spool-dir", spoolDir)...)
 	waitSlot(t, conn, "pg2iceberg_big_pub", b)
+	spooled := watchSpool(filepath.Join(spoolDir, fmt.Sprintf("pg2iceberg-spool-%d", b.cmd.Process.Pid)))
 	exec1(t, conn, "INSERT INTO big SELECT g, 'value ' || g, g * 7, now() FROM generate_series(1, $1) g", rows)
 	waitCaughtUp(t, conn, "pg2iceberg_big_pub", b)
 	hwm := peakRSS(t, b.cmd.Process.Pid)
 	b.stop(t)
+	// Each row is at least its 4-byte id and 'value n' on disk.
+	spoolPeak := spooled()
+	if spoolPeak < int64(rows)*10 {
+		t.Errorf("the spool held at most %d bytes, want at least %d: the transaction was not spooled to disk", spoolPeak, rows*10)
+	}
 	if !strings.Contains(b.log(), "streamed transaction applied ahead") {
 		t.Fatalf("the transaction did not arrive streamed and was not applied ahead of its commit; log:\n%s", tail(b.log(), 20))
 	}
@@ -67,10 +77,35 @@ func TestLargeTransaction(t *testing.T) {
 	if len(seen) != rows {
 		t.Fatalf("mirror has %d distinct ids, want %d", len(seen), rows)
 	}
-	t.Logf("%d-row transaction: mirror complete; bridge peak RSS %d MiB", rows, hwm>>20)
+	t.Logf("%d-row transaction: mirror complete; spool peak %d MiB; bridge peak RSS %d MiB", rows, spoolPeak>>20, hwm>>20)
 	if hwm > 512<<20 {
 		t.Errorf("peak RSS %d MiB, want under 512 MiB", hwm>>20)
 	}
+}
+
+// watchSpool polls a spool directory until the returned function is
+// called, which returns the largest spool file size seen.
+func watchSpool(dir string) func() int64 {
+	var peak atomic.Int64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if info, err := e.Info(); err == nil && info.Size() > peak.Load() {
+					peak.Store(info.Size())
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 { close(done); <-stopped; return peak.Load() }
 }
 
 // peakRSS reads VmHWM of a live process.
