@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/iceberg-go/table"
-
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
 )
 
@@ -144,19 +142,8 @@ func TestTableRecreated(t *testing.T) {
 // the ops given), marked dropped, holding rows; or dropped.
 func checkAside(t *testing.T, tg target, policy string, oid uint32, rows []row, ops string) {
 	t.Helper()
-	ctx := context.Background()
-	cat, err := iceberg.OpenCatalog(ctx, iceberg.CatalogConfig{Warehouse: tg.warehouse, Catalog: tg.catalog})
-	if err != nil {
-		t.Fatal(err)
-	}
 	aside := fmt.Sprintf("t__dropped_%d", oid)
-	var names []string
-	for ident, err := range cat.ListTables(ctx, table.Identifier{"public"}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, ident[len(ident)-1])
-	}
+	names := tableNames(t, tg, "public")
 	if policy == "drop" {
 		if slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, "__dropped_") }) {
 			t.Errorf("tables %v with drop_table: drop, want no table kept aside", names)
