@@ -1,0 +1,94 @@
+package integration
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// cliCase is one command line and what its output must and must not say.
+type cliCase struct {
+	name    string
+	args    []string
+	fails   bool     // a non-zero exit is wanted
+	want    []string // all in the output
+	notWant []string // none in the output
+}
+
+func runCLICases(t *testing.T, cases []cliCase) {
+	t.Helper()
+	for _, tc := range cases {
+		out, err := runOnce(t, tc.args...)
+		if tc.fails != (err != nil) {
+			t.Errorf("%s: exit error %v, want failure %t; output:\n%s", tc.name, err, tc.fails, out)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output lacks %q:\n%s", tc.name, w, out)
+			}
+		}
+		for _, w := range tc.notWant {
+			if strings.Contains(out, w) {
+				t.Errorf("%s: output has %q:\n%s", tc.name, w, out)
+			}
+		}
+	}
+}
+
+// The commands' error paths and the status branches a first-time user
+// meets: before the bridge has ever run, with a slot of another plugin,
+// with wrong arguments; then the same commands once the bridge has run.
+func TestCLIErrorPaths(t *testing.T) {
+	t.Parallel()
+	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
+		CREATE TABLE other (id int PRIMARY KEY);
+		CREATE PUBLICATION ce_pub FOR TABLE t;
+		INSERT INTO t SELECT g, 'v' FROM generate_series(1, 10) g;`)
+	tg := localTarget(t)
+	source := pg.SuperURL("postgres")
+	common := append([]string{"--source", source, "--publication", "ce_pub"}, tg.args()...)
+	empty := t.TempDir()
+	runCLICases(t, []cliCase{
+		{name: "status before the first run", args: append([]string{"status"}, common...),
+			want: []string{"slot pg2iceberg_ce_pub: does not exist (the bridge has not started)", "not created yet"}},
+		{name: "backfill before the first run", args: append([]string{"backfill", "--table", "public.t"}, common...),
+			fails: true, want: []string{"run the bridge once first"}},
+		{name: "serve without a catalog", args: []string{"serve", "--warehouse", empty, "--listen", "127.0.0.1:0"},
+			fails: true, want: []string{"no catalog at", "start pg2iceberg run first"}},
+		{name: "serve with a token file that is missing", args: []string{"serve", "--warehouse", empty, "--listen", "127.0.0.1:0", "--catalog-token-file", filepath.Join(empty, "nope")},
+			fails: true, want: []string{"nope"}},
+		{name: "setup without a source", args: []string{"setup"},
+			fails: true, want: []string{"--source is required"}},
+		{name: "repair without tables", args: append([]string{"repair"}, tg.args()...),
+			fails: true, want: []string{"name the tables to repair"}},
+		{name: "repair --location with two tables", args: append([]string{"repair", "--location", "file:///x"}, append(tg.args(), "public.t", "public.t__changelog")...),
+			fails: true, want: []string{"--location applies to one table"}},
+	})
+
+	// A slot of the bridge's name made by another output plugin.
+	exec1(t, conn, `SELECT pg_create_logical_replication_slot('pg2iceberg_ce_pub', 'test_decoding')`)
+	runCLICases(t, []cliCase{
+		{name: "run on a slot of another plugin", args: append([]string{"run", "--flush-interval", "1s"}, common...),
+			fails: true, want: []string{"test_decoding", "pg2iceberg_ce_pub"}, notWant: []string{"panic"}},
+	})
+	exec1(t, conn, `SELECT pg_drop_replication_slot('pg2iceberg_ce_pub')`)
+
+	b := startBridge(t, nil, append([]string{"run", "--flush-interval", "1s"}, common...)...)
+	waitSlot(t, conn, "pg2iceberg_ce_pub", b)
+	waitCaughtUp(t, conn, "pg2iceberg_ce_pub", b)
+	b.stop(t)
+	runCLICases(t, []cliCase{
+		{name: "backfill of a table not in the publication", args: append([]string{"backfill", "--table", "public.other"}, common...),
+			fails: true, want: []string{"table public.other is not in publication ce_pub"}},
+		{name: "backfill with two workers", args: append([]string{"backfill", "--table", "public.t", "--backfill-workers", "2"}, common...),
+			want: []string{"table sync finished"}},
+		{name: "repair --dry-run of a sound table", args: append([]string{"repair", "--dry-run"}, append(tg.args(), "public.t")...),
+			want: []string{"public.t: the catalog already points at the newest valid metadata"}},
+		{name: "serve vending keys without a token", args: append([]string{"serve", "--listen", "127.0.0.1:0", "--vend-s3-credentials"}, tg.args()...),
+			fails: true, want: []string{"--vend-s3-credentials hands out S3 keys"}},
+		{name: "status after the run", args: append([]string{"status"}, common...),
+			want: []string{"slot pg2iceberg_ce_pub: confirmed_flush_lsn", "public.t "}, notWant: []string{"not created yet"}},
+	})
+	compareRows(t, "iceberg-go", "public.t", "id", icegoRows(t, tg, "public.t"), pgRows(t, conn, "id::text AS id, v", "public.t"))
+}
