@@ -1,7 +1,7 @@
 # pg2iceberg — see README.md.
 GO ?= go
 
-.PHONY: setup build static test test-long unit integration lint demo bench bench-ab clean
+.PHONY: setup build static test test-long race unit integration lint demo bench bench-ab clean
 
 # Installs what is missing (idempotent; under a second when all is there).
 # make test and make demo run it first, so on a fresh machine they are the
@@ -40,6 +40,18 @@ test: setup build
 	@if [ -f bin/interop-report.txt ]; then cat bin/interop-report.txt; fi
 	@echo "coverage (unit and integration tests):"
 	@$(GO) tool covdata percent -i=$(COVERDIR)/unit,$(COVERDIR)/bridge
+	$(MAKE) race
+
+# The race detector over the packages that run goroutines of their own
+# (the pure decoding, mapping and Parquet packages have none and take
+# minutes under -race), then a few integration tests whose bridge is built
+# with -race: streaming with a crash and restart, a streamed transaction
+# applied ahead, the parallel copy. Part of make test.
+RACE_PKGS = . ./bridge ./iceberg/... ./replication ./tiering
+RACE_TESTS = TestMixedWorkloadLocal|TestCrashMidBatch|TestStreamedTransactionAhead|TestBackfillUnderLoadWithKill
+race:
+	$(GO) test -count=1 -race $(RACE_PKGS)
+	PG2ICEBERG_RACE=1 $(GO) test -count=1 -timeout 20m -parallel 4 -run '^($(RACE_TESTS))$$' ./integration/
 
 # The integration tests with the heavy ones at full size (PG2ICEBERG_LONG=1:
 # the 5,000,000-row backfill, the 1,000,000-row transaction, ...; see size

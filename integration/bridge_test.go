@@ -63,8 +63,16 @@ func TestMain(m *testing.M) {
 // covdata percent).
 var coverDir = os.Getenv("PG2ICEBERG_COVERDIR")
 
+// race, from PG2ICEBERG_RACE (make race sets it), has the bridge built
+// with the race detector: a data race it sees ends the process (exit 66)
+// and fails the test that started it.
+var race = os.Getenv("PG2ICEBERG_RACE") == "1"
+
 func buildArgs(out string) []string {
 	args := []string{"build", "-tags", "failpoints", "-o", out}
+	if race {
+		args = append(args, "-race")
+	}
 	if coverDir != "" {
 		args = append(args, "-cover", "-coverpkg=github.com/pg2iceberg/pg2iceberg/...")
 	}
@@ -178,6 +186,12 @@ func startBridge(t *testing.T, env []string, args ...string) *bridge {
 				_ = b.cmd.Process.Kill()
 				<-b.done
 			}
+		}
+		if log := b.log(); race && strings.Contains(log, "WARNING: DATA RACE") {
+			// Also from a bridge that was killed before its exit status
+			// could say so.
+			i := strings.Index(log, "WARNING: DATA RACE")
+			t.Errorf("the race detector found a data race in the bridge:\n%s", log[i:min(len(log), i+6000)])
 		}
 		if t.Failed() {
 			t.Logf("bridge log:\n%s", tail(b.log(), 60))
