@@ -186,21 +186,9 @@ func atTime(tbl *table.Table, at time.Time) (*table.Snapshot, error) {
 func atLSN(tbl *table.Table, l decode.LSN) (*table.Snapshot, error) {
 	a := Ancestry(tbl)
 	for i, s := range a {
-		wm, ok, err := Watermark(tbl, s)
+		wm, ok, err := lsnWatermark(tbl, a, i)
 		if err != nil {
 			return nil, err
-		}
-		if cl, chunk := copyLSN(s); chunk {
-			// A chunk of a first copy holds the source at the copy's LSN
-			// only once the copy is complete: the last chunk, followed
-			// by the stream's commits (or the head of a table whose copy
-			// is marked complete).
-			last := i == 0 && tbl.Properties()[iceberg.PropCopyLSN] != ""
-			if i > 0 {
-				_, next := copyLSN(a[i-1])
-				last = !next
-			}
-			wm, ok = cl, last
 		}
 		if ok && wm <= l {
 			return s, nil
@@ -209,12 +197,30 @@ func atLSN(tbl *table.Table, l decode.LSN) (*table.Snapshot, error) {
 	name := strings.Join(tbl.Identifier(), ".")
 	oldest := "no snapshot has a watermark (it was not written by pg2iceberg)"
 	for i := len(a) - 1; i >= 0; i-- {
-		if wm, ok, _ := Watermark(tbl, a[i]); ok {
+		if wm, ok, _ := lsnWatermark(tbl, a, i); ok {
 			oldest = "the oldest kept snapshot with one is at " + wm.String()
 			break
 		}
 	}
 	return nil, fmt.Errorf("table %s has no snapshot with a watermark at or below %s (%s): %w", name, l, oldest, ErrNoSnapshot)
+}
+
+// lsnWatermark is the watermark of a[i] (a: main's ancestry, newest
+// first) for choosing by LSN: its Watermark, except that a chunk of a
+// first copy holds the source at the copy's LSN only once the copy is
+// complete, so only the last chunk counts (followed by the stream's
+// commits, or the head of a table whose copy is marked complete).
+func lsnWatermark(tbl *table.Table, a []*table.Snapshot, i int) (decode.LSN, bool, error) {
+	cl, chunk := copyLSN(a[i])
+	if !chunk {
+		return Watermark(tbl, a[i])
+	}
+	last := i == 0 && tbl.Properties()[iceberg.PropCopyLSN] != ""
+	if i > 0 {
+		_, next := copyLSN(a[i-1])
+		last = !next
+	}
+	return cl, last, nil
 }
 
 // Ancestry is the current snapshot and its ancestors, newest first.
