@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -174,6 +175,7 @@ func TestHistoryCommands(t *testing.T) {
 			t.Errorf("diff --from %s = %v, want %v (4 keys)", from, gotChanges, wantChanges)
 		}
 	}
+	checkDiffAgainstChangelog(t, tg, mirror, steps[1].lsn, steps[3].lsn)
 
 	// Tags and branches, read back by iceberg-go (read), pyiceberg and Spark.
 	cliRun(t, tg, "tag", "create", "--table", mirror, "--name", "step1", "--at", "lsn:"+steps[1].lsn.String())
@@ -345,5 +347,79 @@ func checkServedRefs(t *testing.T, uri, token string, want map[string]int64) {
 	}
 	if fmt.Sprint(ids) != fmt.Sprint(wantIDs) || all <= len(ids) {
 		t.Errorf("loadTable snapshots=refs: snapshots %v of %d, want only those refs point at: %v", ids, all, wantIDs)
+	}
+}
+
+// checkDiffAgainstChangelog requires diff between two LSNs to be the net
+// effect, per key, of the changelog's rows committed between them (read
+// with read --where on the changelog's lsn).
+func checkDiffAgainstChangelog(t *testing.T, tg target, mirror string, from, to pglogrepl.LSN) {
+	t.Helper()
+	rows := cliRows(t, tg, "read", "--table", mirror+"__changelog", "--where", fmt.Sprintf("lsn > %d and lsn <= %d", uint64(from), uint64(to)))
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a["lsn"].(float64) != b["lsn"].(float64) {
+			return a["lsn"].(float64) < b["lsn"].(float64)
+		}
+		return a["seq"].(float64) < b["seq"].(float64)
+	})
+	type net struct {
+		before, after bool
+		last          map[string]any
+	}
+	byKey := map[string]*net{}
+	for _, r := range rows {
+		img, _ := r["after"].(map[string]any)
+		if img == nil {
+			img, _ = r["before"].(map[string]any)
+		}
+		if img == nil {
+			t.Fatalf("changelog row %v has no image", r)
+		}
+		k := fmt.Sprint(img["id"])
+		n, seen := byKey[k]
+		if !seen {
+			n = &net{before: r["op"] != "I"}
+			byKey[k] = n
+		}
+		n.after = r["op"] != "D"
+		n.last, _ = r["after"].(map[string]any)
+	}
+	if len(rows) != 7 || len(byKey) != 5 {
+		t.Errorf("changelog between %s and %s: %d rows on %d keys, want 7 on 5", from, to, len(rows), len(byKey))
+	}
+	want := map[string]string{}
+	for k, n := range byKey {
+		switch {
+		case !n.before && n.after:
+			want[k] = "inserted"
+		case n.before && !n.after:
+			want[k] = "deleted"
+		case n.before && n.after:
+			want[k] = "updated"
+		}
+	}
+	out := cliRun(t, tg, "diff", "--table", mirror, "--from", "lsn:"+from.String(), "--to", "lsn:"+to.String(), "--format", "json")
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var c struct {
+			Change        string
+			Before, After map[string]any
+		}
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("diff output %q: %v", line, err)
+		}
+		img := c.After
+		if img == nil {
+			img = c.Before
+		}
+		k := fmt.Sprint(img["id"])
+		got[k] = c.Change
+		if n := byKey[k]; c.After != nil && (n == nil || fmt.Sprint(n.last) != fmt.Sprint(c.After)) {
+			t.Errorf("diff: key %s after %v, but the changelog's last image is %v", k, c.After, n)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("diff from %s to %s = %v, but the changelog's net changes are %v", from, to, got, want)
 	}
 }
