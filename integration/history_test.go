@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pg2iceberg/pg2iceberg/tiering"
 )
@@ -104,94 +105,12 @@ func TestHistoryCommands(t *testing.T) {
 		steps = append(steps, histStep{lsn: walLSN(t, conn), at: time.Now(), snapshot: cur.SnapshotID, rows: pgRows(t, conn, cols, "acct")})
 	}
 
-	// Time travel by every selector.
-	for i, s := range steps {
-		for _, sel := range [][]string{
-			{"--snapshot", fmt.Sprint(s.snapshot)},
-			{"--time", s.at.UTC().Format(time.RFC3339Nano)},
-			{"--lsn", s.lsn.String()},
-		} {
-			got := cliRows(t, tg, append([]string{"read", "--table", mirror}, sel...)...)
-			compareRows(t, "read "+strings.Join(sel, " "), fmt.Sprintf("%s at step %d", mirror, i), "id", got, s.rows)
-		}
-	}
-	got := cliRows(t, tg, "read", "--table", mirror, "--lsn", steps[2].lsn.String(), "--where", "balance >= 30 and owner != 'o4' or id in (1)", "--columns", "owner,id", "--limit", "10")
-	want := pgRows(t, conn, "id::text AS id, owner", "(VALUES (1, 'o1'), (3, 'x3'), (5, 'o5'), (7, 'o7'), (8, 'o8')) v(id, owner)")
-	compareRows(t, "read --where", mirror, "id", got, want)
-	if len(got) > 0 && len(got[0]) != 2 {
-		t.Errorf("read --columns owner,id: row %v, want those two columns only", got[0])
-	}
-
-	// diff from step 1 to step 3, by LSN and by snapshot, against the
-	// source's copies: 1 deleted, 3 updated, 6 inserted again (deleted at
-	// step 1), 8 inserted (and updated since), 7 absent (inserted and
-	// deleted in between).
-	for _, from := range []string{"lsn:" + steps[1].lsn.String(), fmt.Sprint(steps[1].snapshot)} {
-		var changes []struct {
-			Change        string
-			Before, After row
-		}
-		out := cliRun(t, tg, "diff", "--table", mirror, "--from", from, "--to", "lsn:"+steps[3].lsn.String(), "--format", "json")
-		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			var c struct {
-				Change        string
-				Before, After row
-			}
-			if err := json.Unmarshal([]byte(line), &c); err != nil {
-				t.Fatalf("diff output %q: %v", line, err)
-			}
-			changes = append(changes, c)
-		}
-		before, after := rowsKey(steps[1].rows, "id"), rowsKey(steps[3].rows, "id")
-		wantChanges := map[string]string{}
-		for k, r := range after {
-			if o, ok := before[k]; !ok {
-				wantChanges[k] = "inserted"
-			} else if fmt.Sprint(o) != fmt.Sprint(r) {
-				wantChanges[k] = "updated"
-			}
-		}
-		for k := range before {
-			if _, ok := after[k]; !ok {
-				wantChanges[k] = "deleted"
-			}
-		}
-		gotChanges := map[string]string{}
-		for _, c := range changes {
-			r := c.After
-			if c.Change == "deleted" {
-				r = c.Before
-			}
-			k := fmt.Sprint(r["id"])
-			gotChanges[k] = c.Change
-			if w := after[k]; c.Change != "deleted" && !sameRow(r, w) {
-				t.Errorf("diff --from %s: %s row %v, want %v", from, c.Change, r, w)
-			}
-			if w := before[k]; c.Change != "inserted" && !sameRow(c.Before, w) {
-				t.Errorf("diff --from %s: %s old row %v, want %v", from, c.Change, c.Before, w)
-			}
-		}
-		if fmt.Sprint(gotChanges) != fmt.Sprint(wantChanges) || len(wantChanges) != 4 {
-			t.Errorf("diff --from %s = %v, want %v (4 keys)", from, gotChanges, wantChanges)
-		}
-	}
+	checkTimeTravel(t, tg, conn, mirror, steps)
+	checkDiffAgainstSource(t, tg, mirror, steps)
 	checkDiffAgainstChangelog(t, tg, mirror, steps[1].lsn, steps[3].lsn)
 
 	// Tags and branches, read back by iceberg-go (read), pyiceberg and Spark.
-	cliRun(t, tg, "tag", "create", "--table", mirror, "--name", "step1", "--at", "lsn:"+steps[1].lsn.String())
-	cliRun(t, tg, "tag", "create", "--table", mirror, "--name", "step2", "--at", fmt.Sprint(steps[2].snapshot))
-	cliRun(t, tg, "branch", "create", "--table", mirror, "--name", "audit", "--at", "ref:step2")
-	cliRun(t, tg, "branch", "create", "--table", mirror, "--name", "scratch")
-	cliFails(t, tg, `already has a tag "step1"`, "tag", "create", "--table", mirror, "--name", "step1")
-	cliFails(t, tg, `"audit" of table public.acct is a branch, not a tag`, "tag", "drop", "--table", mirror, "--name", "audit")
-	cliRun(t, tg, "branch", "drop", "--table", mirror, "--name", "scratch")
-	if out := cliRun(t, tg, "branch", "list", "--table", mirror); !strings.Contains(out, "audit") || strings.Contains(out, "scratch") {
-		t.Errorf("branch list after dropping scratch:\n%s", out)
-	}
-	if out := cliRun(t, tg, "snapshots", "--table", mirror); !strings.Contains(out, "audit,step2") {
-		t.Errorf("snapshots does not show the refs audit,step2:\n%s", out)
-	}
-	checkSnapshotsJSON(t, tg, mirror, steps)
+	checkRefCommands(t, tg, mirror, steps)
 	compareRows(t, "read --ref step1", mirror, "id", cliRows(t, tg, "read", "--table", mirror, "--ref", "step1"), steps[1].rows)
 	compareRows(t, "pyiceberg at tag step2", mirror, "id", pyicebergRows(t, tg, mirror, "--snapshot-id", fmt.Sprint(steps[2].snapshot)), steps[2].rows)
 	uri, token := serveCatalog(t, tg)
@@ -204,14 +123,7 @@ func TestHistoryCommands(t *testing.T) {
 		compareRows(t, "Spark SQL branch_audit", mirror, "id", rows, steps[2].rows)
 	}
 
-	// Bad input: clear errors, non-zero exits.
-	cliFails(t, tg, "no table public.nope in the catalog (tables in namespace public: public.acct", "read", "--table", "public.nope")
-	cliFails(t, tg, "has no snapshot 42", "read", "--table", mirror, "--snapshot", "42")
-	cliFails(t, tg, `has no ref "nope" (its refs: audit, main, step1, step2)`, "read", "--table", mirror, "--ref", "nope")
-	cliFails(t, tg, "no column nope (the columns: id, owner, balance)", "read", "--table", mirror, "--where", "nope = 1")
-	cliFails(t, tg, "expected a literal", "read", "--table", mirror, "--where", "id = ")
-	cliFails(t, tg, "has no snapshot with a watermark at or below 0/1", "read", "--table", mirror, "--lsn", "0/1")
-	cliFails(t, tg, "is not an ancestor of --to", "diff", "--table", mirror, "--from", fmt.Sprint(steps[3].snapshot), "--to", fmt.Sprint(steps[1].snapshot))
+	checkBadInput(t, tg, mirror, steps)
 
 	// Rollback: refused while the bridge runs, then with it stopped the
 	// table goes back to step 1 and the next start copies it again.
@@ -249,6 +161,9 @@ func TestHistoryCommands(t *testing.T) {
 	compareRows(t, "read --ref step2 after expiry", mirror, "id", cliRows(t, tg, "read", "--table", mirror, "--ref", "step2"), steps[2].rows)
 	compareRows(t, "read --ref step1 after expiry", mirror, "id", cliRows(t, tg, "read", "--table", mirror, "--ref", "step1"), steps[1].rows)
 	cliFails(t, tg, fmt.Sprintf("has no snapshot %d", steps[0].snapshot), "read", "--table", mirror, "--snapshot", fmt.Sprint(steps[0].snapshot))
+	if resync := cliRows(t, tg, "read", "--table", mirror+"__changelog", "--where", "op = 'R'"); len(resync) != 1 {
+		t.Errorf("changelog after the rollback's re-copy: %d resync rows, want 1: %v", len(resync), resync)
+	}
 	if rows, ok := spark.dump(t, "SELECT * FROM pg.public.acct VERSION AS OF 'step2'"); ok {
 		compareRows(t, "Spark SQL VERSION AS OF 'step2' after expiry", mirror, "id", rows, steps[2].rows)
 	}
@@ -399,27 +314,143 @@ func checkDiffAgainstChangelog(t *testing.T, tg target, mirror string, from, to 
 			want[k] = "updated"
 		}
 	}
-	out := cliRun(t, tg, "diff", "--table", mirror, "--from", "lsn:"+from.String(), "--to", "lsn:"+to.String(), "--format", "json")
 	got := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var c struct {
-			Change        string
-			Before, After map[string]any
-		}
-		if err := json.Unmarshal([]byte(line), &c); err != nil {
-			t.Fatalf("diff output %q: %v", line, err)
-		}
+	for _, c := range diffChanges(t, tg, "--table", mirror, "--from", "lsn:"+from.String(), "--to", "lsn:"+to.String()) {
 		img := c.After
 		if img == nil {
 			img = c.Before
 		}
 		k := fmt.Sprint(img["id"])
 		got[k] = c.Change
-		if n := byKey[k]; c.After != nil && (n == nil || fmt.Sprint(n.last) != fmt.Sprint(c.After)) {
+		if n := byKey[k]; c.After != nil && (n == nil || fmt.Sprint(n.last) != fmt.Sprint(map[string]any(c.After))) {
 			t.Errorf("diff: key %s after %v, but the changelog's last image is %v", k, c.After, n)
 		}
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("diff from %s to %s = %v, but the changelog's net changes are %v", from, to, got, want)
 	}
+}
+
+// checkTimeTravel requires read by every selector to return each step's
+// rows, and --where, --columns and --limit to select as PostgreSQL does.
+func checkTimeTravel(t *testing.T, tg target, conn *pgx.Conn, mirror string, steps []histStep) {
+	t.Helper()
+	for i, s := range steps {
+		for _, sel := range [][]string{
+			{"--snapshot", fmt.Sprint(s.snapshot)},
+			{"--time", s.at.UTC().Format(time.RFC3339Nano)},
+			{"--lsn", s.lsn.String()},
+		} {
+			got := cliRows(t, tg, append([]string{"read", "--table", mirror}, sel...)...)
+			compareRows(t, "read "+strings.Join(sel, " "), fmt.Sprintf("%s at step %d", mirror, i), "id", got, s.rows)
+		}
+	}
+	got := cliRows(t, tg, "read", "--table", mirror, "--lsn", steps[2].lsn.String(), "--where", "balance >= 30 and owner != 'o4' or id in (1)", "--columns", "owner,id", "--limit", "10")
+	want := pgRows(t, conn, "id::text AS id, owner", "(VALUES (1, 'o1'), (3, 'x3'), (5, 'o5'), (7, 'o7'), (8, 'o8')) v(id, owner)")
+	compareRows(t, "read --where", mirror, "id", got, want)
+	if len(got) > 0 && len(got[0]) != 2 {
+		t.Errorf("read --columns owner,id: row %v, want those two columns only", got[0])
+	}
+}
+
+// histChange is one line of diff --format json.
+type histChange struct {
+	Change        string
+	Before, After row
+}
+
+// diffChanges runs diff --format json and decodes its lines.
+func diffChanges(t *testing.T, tg target, args ...string) []histChange {
+	t.Helper()
+	out := cliRun(t, tg, append(append([]string{"diff"}, args...), "--format", "json")...)
+	var changes []histChange
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var c histChange
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("diff output %q: %v", line, err)
+		}
+		changes = append(changes, c)
+	}
+	return changes
+}
+
+// checkDiffAgainstSource requires diff from step 1 to step 3 to be the
+// difference of the source's copies at those steps.
+func checkDiffAgainstSource(t *testing.T, tg target, mirror string, steps []histStep) {
+	t.Helper()
+	// diff from step 1 to step 3, by LSN and by snapshot, against the
+	// source's copies: 1 deleted, 3 updated, 6 inserted again (deleted at
+	// step 1), 8 inserted (and updated since), 7 absent (inserted and
+	// deleted in between).
+	for _, from := range []string{"lsn:" + steps[1].lsn.String(), fmt.Sprint(steps[1].snapshot)} {
+		changes := diffChanges(t, tg, "--table", mirror, "--from", from, "--to", "lsn:"+steps[3].lsn.String())
+		before, after := rowsKey(steps[1].rows, "id"), rowsKey(steps[3].rows, "id")
+		wantChanges := map[string]string{}
+		for k, r := range after {
+			if o, ok := before[k]; !ok {
+				wantChanges[k] = "inserted"
+			} else if fmt.Sprint(o) != fmt.Sprint(r) {
+				wantChanges[k] = "updated"
+			}
+		}
+		for k := range before {
+			if _, ok := after[k]; !ok {
+				wantChanges[k] = "deleted"
+			}
+		}
+		gotChanges := map[string]string{}
+		for _, c := range changes {
+			r := c.After
+			if c.Change == "deleted" {
+				r = c.Before
+			}
+			k := fmt.Sprint(r["id"])
+			gotChanges[k] = c.Change
+			if w := after[k]; c.Change != "deleted" && !sameRow(r, w) {
+				t.Errorf("diff --from %s: %s row %v, want %v", from, c.Change, r, w)
+			}
+			if w := before[k]; c.Change != "inserted" && !sameRow(c.Before, w) {
+				t.Errorf("diff --from %s: %s old row %v, want %v", from, c.Change, c.Before, w)
+			}
+		}
+		if fmt.Sprint(gotChanges) != fmt.Sprint(wantChanges) || len(wantChanges) != 4 {
+			t.Errorf("diff --from %s = %v, want %v (4 keys)", from, gotChanges, wantChanges)
+		}
+	}
+}
+
+// checkRefCommands creates, lists and drops tags and branches (step1 and
+// step2 tags, an audit branch at step2), bad cases included.
+func checkRefCommands(t *testing.T, tg target, mirror string, steps []histStep) {
+	t.Helper()
+	cliRun(t, tg, "tag", "create", "--table", mirror, "--name", "step1", "--at", "lsn:"+steps[1].lsn.String())
+	cliRun(t, tg, "tag", "create", "--table", mirror, "--name", "step2", "--at", fmt.Sprint(steps[2].snapshot))
+	cliRun(t, tg, "branch", "create", "--table", mirror, "--name", "audit", "--at", "ref:step2")
+	cliRun(t, tg, "branch", "create", "--table", mirror, "--name", "scratch")
+	cliFails(t, tg, `already has a tag "step1"`, "tag", "create", "--table", mirror, "--name", "step1")
+	cliFails(t, tg, `"audit" of table public.acct is a branch, not a tag`, "tag", "drop", "--table", mirror, "--name", "audit")
+	cliRun(t, tg, "branch", "drop", "--table", mirror, "--name", "scratch")
+	if out := cliRun(t, tg, "branch", "list", "--table", mirror); !strings.Contains(out, "audit") || strings.Contains(out, "scratch") {
+		t.Errorf("branch list after dropping scratch:\n%s", out)
+	}
+	if out := cliRun(t, tg, "snapshots", "--table", mirror); !strings.Contains(out, "audit,step2") {
+		t.Errorf("snapshots does not show the refs audit,step2:\n%s", out)
+	}
+	checkSnapshotsJSON(t, tg, mirror, steps)
+}
+
+// checkBadInput requires clear errors and non-zero exits for unknown
+// tables, snapshots and refs, bad --where and points out of history.
+func checkBadInput(t *testing.T, tg target, mirror string, steps []histStep) {
+	t.Helper()
+	cliFails(t, tg, "no table public.nope in the catalog (tables in namespace public: public.acct", "read", "--table", "public.nope")
+	cliFails(t, tg, "has no snapshot 42", "read", "--table", mirror, "--snapshot", "42")
+	cliFails(t, tg, `has no ref "nope" (its refs: audit, main, step1, step2)`, "read", "--table", mirror, "--ref", "nope")
+	cliFails(t, tg, "no column nope (the columns: id, owner, balance)", "read", "--table", mirror, "--where", "nope = 1")
+	cliFails(t, tg, "expected a literal", "read", "--table", mirror, "--where", "id = ")
+	cliFails(t, tg, "has no snapshot with a watermark at or below 0/1", "read", "--table", mirror, "--lsn", "0/1")
+	cliFails(t, tg, "is not an ancestor of --to", "diff", "--table", mirror, "--from", fmt.Sprint(steps[3].snapshot), "--to", fmt.Sprint(steps[1].snapshot))
 }
