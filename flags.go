@@ -103,13 +103,18 @@ func commandFlags(app *cli.App) {
 	app.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 		return fmt.Errorf("%w (see pg2iceberg --help)", err)
 	}
-	for _, cmd := range app.Commands {
-		cmd.Flags = append(cmd.Flags, flagDebug)
-		name := cmd.Name
-		cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-			return fmt.Errorf("%w (see pg2iceberg %s --help)", err, name)
+	var add func(cmds []*cli.Command, prefix string)
+	add = func(cmds []*cli.Command, prefix string) {
+		for _, cmd := range cmds {
+			cmd.Flags = append(cmd.Flags, flagDebug)
+			name := prefix + cmd.Name
+			cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+				return fmt.Errorf("%w (see pg2iceberg %s --help)", err, name)
+			}
+			add(cmd.Subcommands, name+" ") // tag create, branch drop, ...
 		}
 	}
+	add(app.Commands, "")
 }
 
 // debugLevel reports whether --debug was given before or after the command.
@@ -121,3 +126,27 @@ func debugLevel(c *cli.Context) bool {
 	}
 	return false
 }
+
+// The history commands' (snapshots, read, diff, tag, branch, rollback).
+var (
+	flagHistoryTable = &cli.StringFlag{Name: "table", Required: true, Usage: "the Iceberg table, as namespace.table (a mirror such as shop.orders, or its shop.orders__changelog)"}
+	flagJSON         = &cli.BoolFlag{Name: "json", Usage: "print JSON, one object per line"}
+	flagFormat       = &cli.StringFlag{Name: "format", Value: "table", Usage: "table (aligned columns), csv (a header line, NULL as empty) or json (one object per line)"}
+
+	flagAtSnapshot = &cli.Int64Flag{Name: "snapshot", Usage: "read the table at this snapshot id (see pg2iceberg snapshots)"}
+	flagAtTime     = &cli.StringFlag{Name: "time", Usage: "read the table as it was at this time, RFC 3339, e.g. 2026-12-02T03:00:00Z"}
+	flagAtRef      = &cli.StringFlag{Name: "ref", Usage: "read the table at this tag or branch"}
+	flagAtLSN      = &cli.StringFlag{Name: "lsn", Usage: "read the table as of this source LSN, e.g. 0/16B3748: its newest snapshot whose watermark is at or below it"}
+	flagWhere      = &cli.StringFlag{Name: "where", Usage: "only rows that match, e.g. \"status = 'open' and amount >= 10\" (see docs/querying.md)"}
+	flagColumns    = &cli.StringSliceFlag{Name: "columns", Usage: "only these columns, in this order, e.g. id,status"}
+	flagLimit      = &cli.Int64Flag{Name: "limit", Usage: "at most this many rows (0: all)"}
+
+	flagFrom = &cli.StringFlag{Name: "from", Required: true, Usage: "the older point: a snapshot id, ref:NAME, time:RFC3339 or lsn:X/Y"}
+	flagTo   = &cli.StringFlag{Name: "to", Value: "current", Usage: "the newer point, as --from (default: the current snapshot)"}
+
+	flagRefName        = &cli.StringFlag{Name: "name", Required: true, Usage: "the tag's or branch's name: letters, digits, - and _"}
+	flagRefAt          = &cli.StringFlag{Name: "at", Value: "current", Usage: "the snapshot it points at, as diff's --from (default: the current snapshot)"}
+	flagRollTo         = &cli.StringFlag{Name: "to", Required: true, Usage: "the snapshot to go back to: a snapshot id, or a tag (ref:NAME or the plain name)"}
+	flagRollbackSource = &cli.StringFlag{Name: "source", EnvVars: env("source"),
+		Usage: "PostgreSQL URL of the bridge's source: required to roll back a table the bridge writes, to make sure the bridge is stopped (it holds the slot's lease while it runs)"}
+)

@@ -45,6 +45,7 @@ func main() {
 		Flags: []cli.Flag{flagDebug},
 		Commands: []*cli.Command{
 			serveCommand(), repairCommand(), runCommand(), setupCommand(), backfillCommand(), statusCommand(),
+			snapshotsCommand(), readCommand(), diffCommand(), tagCommand(), branchCommand(), rollbackCommand(),
 		},
 	}
 	commandFlags(app)

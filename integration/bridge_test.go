@@ -423,10 +423,11 @@ func pgRows(t *testing.T, conn *pgx.Conn, selectList, from string) []row {
 	return out
 }
 
-// pyicebergRows reads an Iceberg table with pyiceberg.
-func pyicebergRows(t *testing.T, tg target, table string) []row {
+// pyicebergRows reads an Iceberg table with pyiceberg (extra: more
+// arguments of pyiceberg_dump.py, e.g. --snapshot-id N).
+func pyicebergRows(t *testing.T, tg target, table string, extra ...string) []row {
 	t.Helper()
-	args := []string{"--catalog-uri", "sqlite:///" + mustAbs(t, tg.catalog), "--catalog-name", "pg2iceberg", "--table", table}
+	args := append([]string{"--catalog-uri", "sqlite:///" + mustAbs(t, tg.catalog), "--catalog-name", "pg2iceberg", "--table", table}, extra...)
 	if tg.s3 != nil {
 		args = append(args, "--warehouse", tg.warehouse, "--s3-endpoint", tg.s3.Endpoint, "--s3-region", tg.s3.Region)
 	} else {

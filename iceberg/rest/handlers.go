@@ -181,9 +181,12 @@ func (s *Server) loadTable(w http.ResponseWriter, r *http.Request, ident table.I
 		return
 	}
 	// The metadata as iceberg-go writes it: the same JSON as the file at
-	// metadata-location, without reading that file a second time. "refs"
-	// gets every snapshot too, which the spec allows.
+	// metadata-location, without reading that file a second time; with
+	// snapshots=refs, only the snapshots a branch or tag points at.
 	meta, err := json.Marshal(tbl.Metadata())
+	if err == nil && r.URL.Query().Get("snapshots") == "refs" {
+		meta, err = refsOnly(meta, tbl.Metadata())
+	}
 	if err != nil {
 		s.fail(w, r, fmt.Errorf("encode metadata of %s: %w", strings.Join(ident, "."), err))
 		return
@@ -282,4 +285,41 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error("catalog request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		writeError(w, http.StatusInternalServerError, "InternalServerError", err.Error())
 	}
+}
+
+// refsOnly is the metadata JSON raw with only the snapshots that meta's
+// refs (branches, main included, and tags) point at: what a client that
+// asks for snapshots=refs gets, and loads the rest when it needs them. The
+// rest of the metadata, the refs and the snapshot log included, is kept.
+func refsOnly(raw []byte, meta table.Metadata) ([]byte, error) {
+	keep := map[int64]bool{}
+	for _, ref := range meta.Refs() {
+		keep[ref.SnapshotID] = true
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	var snaps []json.RawMessage
+	if err := json.Unmarshal(doc["snapshots"], &snaps); err != nil && doc["snapshots"] != nil {
+		return nil, err
+	}
+	kept := []json.RawMessage{}
+	for _, s := range snaps {
+		var id struct {
+			ID int64 `json:"snapshot-id"`
+		}
+		if err := json.Unmarshal(s, &id); err != nil {
+			return nil, err
+		}
+		if keep[id.ID] {
+			kept = append(kept, s)
+		}
+	}
+	b, err := json.Marshal(kept)
+	if err != nil {
+		return nil, err
+	}
+	doc["snapshots"] = b
+	return json.Marshal(doc)
 }
