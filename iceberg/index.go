@@ -28,7 +28,7 @@ func (m *mirror) rebuildIndex(ctx context.Context) error {
 	readDeletes := make(map[string]bool)
 	for _, task := range tasks {
 		if len(task.EqualityDeleteFiles) > 0 || len(task.DeletionVectorFiles) > 0 {
-			return fmt.Errorf("%s has equality deletes or deletion vectors, which the bridge does not write: another writer changed the table", m.name())
+			return fmt.Errorf("%s has equality deletes or deletion vectors, which the bridge does not write or read: another writer changed the table; rewrite its data files with the deletes applied (Spark: CALL <catalog>.system.rewrite_data_files(table => '%s', options => map('delete-file-threshold', '1', 'remove-dangling-deletes', 'true'))), then start the bridge again: it replays from the last committed change", m.name(), m.name())
 		}
 		for _, df := range task.DeleteFiles {
 			if readDeletes[df.FilePath()] {

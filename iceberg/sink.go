@@ -517,6 +517,7 @@ func (s *Sink) Flush(ctx context.Context) error {
 	}
 	start := time.Now()
 	rows, tables := s.pending, 0
+	var moved []string // mirrors whose batches an outside commit dropped
 	for _, st := range s.tables {
 		// The changelog commits first: a mirror is then never ahead of its
 		// changelog, so a replayed change that reads an unchanged value back
@@ -529,7 +530,12 @@ func (s *Sink) Flush(ctx context.Context) error {
 			committed = true
 		}
 		if st.mirror != nil && st.mirror.changes > 0 {
-			if err := st.mirror.flush(ctx, s); err != nil {
+			err := st.mirror.flush(ctx, s)
+			if errors.Is(err, errRowsMoved) {
+				moved = append(moved, st.mirror.name())
+				continue
+			}
+			if err != nil {
 				return err
 			}
 			committed = true
@@ -537,6 +543,13 @@ func (s *Sink) Flush(ctx context.Context) error {
 		if committed {
 			tables++
 		}
+	}
+	if len(moved) > 0 {
+		// Every other table committed; the dropped batches came after the
+		// last flush, which s.durable stays at.
+		s.pending, s.flushStart = 0, time.Time{}
+		s.publishStatus()
+		return &ReplayError{From: s.durable, Tables: moved}
 	}
 	s.pending, s.flushStart, s.durable = 0, time.Time{}, s.lastEnd
 	s.stats.Changes.Add(int64(rows))
