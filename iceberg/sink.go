@@ -459,7 +459,13 @@ func (s *Sink) commit(ctx context.Context, end decode.LSN) error {
 	s.txOpen = false
 	s.lastEnd = end
 	if len(s.dropped) > 0 || len(s.droppedGone) > 0 || len(s.keyChanges) > 0 {
-		if err := s.Flush(ctx); err != nil {
+		var replay *ReplayError
+		if err := s.Flush(ctx); errors.As(err, &replay) {
+			// The replay brings this transaction's events again.
+			s.dropped, s.droppedGone = nil, nil
+			clear(s.keyChanges)
+			return err
+		} else if err != nil {
 			return err
 		}
 		if err := s.applyKeyChanges(ctx); err != nil {
