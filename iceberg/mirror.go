@@ -341,7 +341,7 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 	crashPoint("before-commit")
 	err := m.commitFiles(ctx, s.cat, data, dels, m.truncated, m.lastEnd, s.cfg.Source.String(), m.summary)
 	if errors.Is(err, errRowsMoved) {
-		return m.dropBatch(ctx, append(data, dels...))
+		return m.dropBatch(ctx, s, append(data, dels...))
 	}
 	if err != nil {
 		return err
@@ -355,14 +355,17 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 // are deleted, the key index is rebuilt from the table's new snapshot and
 // errRowsMoved is returned, for the stream to replay the changes (see
 // ReplayError).
-func (m *mirror) dropBatch(ctx context.Context, files []icego.DataFile) error {
+func (m *mirror) dropBatch(ctx context.Context, s *Sink, files []icego.DataFile) error {
 	for _, df := range files {
 		removeFile(m.fs, df.FilePath())
 	}
 	m.pending, m.closed, m.deletes, m.changes, m.summary, m.truncated = nil, nil, m.deletes[:0], 0, nil, false
 	start := time.Now()
 	if err := m.rebuildIndex(ctx); err != nil {
-		return err
+		if err := m.recopyForeign(ctx, err); err != nil {
+			return err
+		}
+		s.recopy = append(s.recopy, m.rel.ID) // at the replay's first commit
 	}
 	if m.log != nil {
 		m.log.Info("key index rebuilt after an outside commit", "table", m.name(), "rows", m.index.Len(), "elapsed", time.Since(start).Round(time.Millisecond))

@@ -184,7 +184,9 @@ func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 			s.log.Info("key index loaded", "table", rel.QualifiedName(), "rows", st.mirror.index.Len(), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
 		} else {
 			if err := st.mirror.rebuildIndex(ctx); err != nil {
-				return err
+				if err := st.mirror.recopyForeign(ctx, err); err != nil {
+					return err
+				}
 			}
 			s.log.Info("key index rebuilt", "table", rel.QualifiedName(), "rows", st.mirror.index.Len(), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
 		}

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
 	"github.com/jackc/pgx/v5"
 
@@ -255,4 +258,89 @@ func sparkReplace(t *testing.T, tg target, name, what string) fileCounts {
 		t.Fatalf("after %s the current snapshot is not Spark's replace: %+v", what, s.Summary)
 	}
 	return liveCounts(t, tg, name)
+}
+
+// outsideEqualityDelete commits, as another writer would (Flink, say), an
+// equality delete of the rows with the given ids on the mirror name.
+func outsideEqualityDelete(t *testing.T, tg target, name string, ids ...int32) {
+	t.Helper()
+	ctx := context.Background()
+	tbl := loadTable(t, tg, name)
+	field, ok := tbl.Schema().FindFieldByName("id")
+	if !ok {
+		t.Fatalf("%s has no column id", name)
+	}
+	b := array.NewInt32Builder(memory.DefaultAllocator)
+	b.AppendValues(ids, nil)
+	col := b.NewArray()
+	defer col.Release()
+	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}}, nil), []arrow.Array{col}, int64(len(ids)))
+	defer rec.Release()
+	txn := tbl.NewTransaction()
+	files, err := txn.WriteEqualityDeletes(ctx, []int{field.ID}, func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.NewRowDelta(nil).AddDeletes(files...).Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An outside commit of equality deletes on a mirror (which the key index
+// cannot be built from) does not stop the bridge: the mirror is copied
+// again, which replaces every file and makes it equal Postgres, and the
+// other tables stream on.
+func TestOutsideEqualityDeletes(t *testing.T) {
+	t.Parallel()
+	pg, conn := startSource(t, `CREATE TABLE items (id int PRIMARY KEY, v text);
+		INSERT INTO items SELECT g, 'v' || g FROM generate_series(1, 100) g;
+		CREATE TABLE other (id int PRIMARY KEY, v text);
+		CREATE PUBLICATION eq_pub FOR TABLE items, other;`)
+	tg := localTarget(t)
+	b := startBridge(t, nil, runArgs(pg, "eq_pub", tg)...)
+	const slot = "pg2iceberg_eq_pub"
+	waitSlot(t, conn, slot, b)
+	exec1(t, conn, `UPDATE items SET v = 'a' WHERE id <= 50`)
+	waitCaughtUp(t, conn, slot, b)
+
+	outsideEqualityDelete(t, tg, "public.items", 1, 2, 3)
+	if n := len(icegoRows(t, tg, "public.items")); n != 97 {
+		t.Fatalf("after the outside equality delete the mirror has %d rows, want 97", n)
+	}
+	exec1(t, conn, `UPDATE items SET v = 'b' WHERE id BETWEEN 40 AND 60`)
+	exec1(t, conn, `INSERT INTO other SELECT g, 'o' FROM generate_series(1, 10) g`)
+	waitCaughtUp(t, conn, slot, b)
+	exec1(t, conn, `UPDATE items SET v = 'c' WHERE id > 90`)
+	exec1(t, conn, `UPDATE other SET v = 'p' WHERE id > 5`)
+	waitCaughtUp(t, conn, slot, b)
+	for _, w := range []string{`msg="a mirror has deletes the bridge cannot read: copying the table again" table=public.items`, "rebuild_key_index=true"} {
+		if !strings.Contains(b.log(), w) {
+			t.Errorf("bridge log lacks %q:\n%s", w, tail(b.log(), 30))
+		}
+	}
+	if !b.running() {
+		t.Fatalf("bridge exited: %v", b.err)
+	}
+	compareRows(t, "iceberg-go", "items", "id", icegoRows(t, tg, "public.items"), pgRows(t, conn, "id::text AS id, v", "items"))
+	compareRows(t, "iceberg-go", "other", "id", icegoRows(t, tg, "public.other"), pgRows(t, conn, "id::text AS id, v", "other"))
+	compareRows(t, "pyiceberg", "items", "id", pyicebergRows(t, tg, "public.items"), pgRows(t, conn, "id::text AS id, v", "items"))
+	if s := icegoTable(t, tg, "public.items").CurrentSnapshot(); s.Summary.Properties["total-equality-deletes"] != "0" {
+		t.Errorf("the copy left equality deletes: %v", s.Summary.Properties)
+	}
+	b.stop(t)
+
+	// The same while the bridge is stopped: the start copies the table.
+	outsideEqualityDelete(t, tg, "public.items", 4, 5)
+	b = startBridge(t, nil, runArgs(pg, "eq_pub", tg)...)
+	waitSlot(t, conn, slot, b)
+	exec1(t, conn, `UPDATE items SET v = 'd' WHERE id < 10`)
+	waitCaughtUp(t, conn, slot, b)
+	if !strings.Contains(b.log(), `msg="an interrupted re-copy runs again" table=public.items`) {
+		t.Errorf("the start did not copy public.items again:\n%s", tail(b.log(), 30))
+	}
+	compareRows(t, "iceberg-go after a restart", "items", "id", icegoRows(t, tg, "public.items"), pgRows(t, conn, "id::text AS id, v", "items"))
+	b.stop(t)
 }
