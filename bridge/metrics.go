@@ -3,11 +3,13 @@ package bridge
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/pg2iceberg/pg2iceberg/iceberg"
 	"github.com/pg2iceberg/pg2iceberg/replication"
 )
 
@@ -48,6 +50,7 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 		for _, t := range st.Tables() {
 			fmt.Fprintf(w, "pg2iceberg_table_watermark_lsn{table=%q} %d\n", t.Table, uint64(t.Watermark))
 		}
+		tableMetrics(w, st.Tables())
 		fmt.Fprintf(w, "# HELP pg2iceberg_backfill_rows Rows copied by each table's backfill, and its estimated total.\n# TYPE pg2iceberg_backfill_rows gauge\n")
 		for table, v := range copies.snapshot() {
 			fmt.Fprintf(w, "pg2iceberg_backfill_rows{table=%q} %d\npg2iceberg_backfill_rows_estimated{table=%q} %d\n", table, v[0], table, v[1])
@@ -55,9 +58,13 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 	})
 	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
 		type table struct {
-			Table      string `json:"table"`
-			Watermark  string `json:"watermark_lsn"`
-			LastCommit string `json:"last_commit,omitempty"`
+			Table          string `json:"table"`
+			Watermark      string `json:"watermark_lsn"`
+			LastCommit     string `json:"last_commit,omitempty"`
+			DataFiles      int64  `json:"live_data_files"`
+			DeleteFiles    int64  `json:"live_delete_files"`
+			LiveBytes      int64  `json:"live_bytes"`
+			OutsideCommits int64  `json:"outside_commits,omitempty"`
 		}
 		out := struct {
 			Received string                      `json:"received_lsn"`
@@ -77,7 +84,7 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 			out.Backfill[table] = map[string]int64{"rows": v[0], "estimated_rows": v[1]}
 		}
 		for _, t := range st.Tables() {
-			tb := table{Table: t.Table, Watermark: t.Watermark.String()}
+			tb := table{Table: t.Table, Watermark: t.Watermark.String(), DataFiles: t.Live.Data, DeleteFiles: t.Live.Deletes, LiveBytes: t.Live.Bytes, OutsideCommits: t.OutsideCommits}
 			if !t.Committed.IsZero() {
 				tb.LastCommit = t.Committed.UTC().Format(time.RFC3339)
 			}
@@ -98,3 +105,21 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 // labelEscaper escapes a Prometheus label value (a table name may hold a
 // quote or a backslash).
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+// tableMetrics writes the per-table file gauges and outside-commit
+// counters of /metrics.
+func tableMetrics(w io.Writer, tables []iceberg.TableStatus) {
+	fmt.Fprintf(w, "# HELP pg2iceberg_table_live_files Files of each Iceberg table's current snapshot, by content.\n# TYPE pg2iceberg_table_live_files gauge\n")
+	for _, t := range tables {
+		name := labelEscaper.Replace(t.Table)
+		fmt.Fprintf(w, "pg2iceberg_table_live_files{table=\"%s\",content=\"data\"} %d\npg2iceberg_table_live_files{table=\"%s\",content=\"deletes\"} %d\n", name, t.Live.Data, name, t.Live.Deletes)
+	}
+	fmt.Fprintf(w, "# HELP pg2iceberg_table_live_bytes Bytes of the data and delete files of each Iceberg table's current snapshot.\n# TYPE pg2iceberg_table_live_bytes gauge\n")
+	for _, t := range tables {
+		fmt.Fprintf(w, "pg2iceberg_table_live_bytes{table=\"%s\"} %d\n", labelEscaper.Replace(t.Table), t.Live.Bytes)
+	}
+	fmt.Fprintf(w, "# HELP pg2iceberg_outside_commits_total Snapshots another writer (Spark, maintain) committed that the bridge's commits found and reconciled, per table.\n# TYPE pg2iceberg_outside_commits_total counter\n")
+	for _, t := range tables {
+		fmt.Fprintf(w, "pg2iceberg_outside_commits_total{table=\"%s\"} %d\n", labelEscaper.Replace(t.Table), t.OutsideCommits)
+	}
+}

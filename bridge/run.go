@@ -177,6 +177,20 @@ func (b *bridge) stream(ctx context.Context, start decode.LSN) (decode.LSN, erro
 	backoff := time.Second
 	for {
 		err := b.session(ctx, start)
+		var replay *iceberg.ReplayError
+		if errors.As(err, &replay) && !b.sink.InTransaction() {
+			// An outside commit moved rows of a mirror: its batch was
+			// dropped and its key index rebuilt; the stream resumes from
+			// what is durable, and the watermarks skip what was committed.
+			b.log.Info("resuming the stream after an outside commit", "tables", replay.Tables, "from", replay.From)
+			b.repl.Close(context.Background())
+			quick := 100 * time.Millisecond
+			if b.repl, err = reconnect(ctx, b.cfg.Source, &quick, b.log); err != nil {
+				return start, err
+			}
+			start = max(start, b.sink.Durable(), b.progress.Acked())
+			continue
+		}
 		var retry interface{ Retryable() bool }
 		if err == nil || !errors.As(err, &retry) || !retry.Retryable() || b.sink.InTransaction() {
 			return start, err
@@ -226,7 +240,11 @@ func (b *bridge) shutdown(start decode.LSN) error {
 	b.progress.SetPhase(replication.PhaseStopping, "")
 	fctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := b.sink.Flush(fctx); err != nil {
+	var replay *iceberg.ReplayError
+	if err := b.sink.Flush(fctx); errors.As(err, &replay) {
+		// Not acknowledged: the next start streams the dropped batch again.
+		b.log.Info("outside commit at shutdown: the next start replays the dropped batch", "tables", replay.Tables, "from", replay.From)
+	} else if err != nil {
 		return err
 	}
 	if err := replication.FinalStatus(fctx, b.repl, b.sink.Durable()); err != nil {

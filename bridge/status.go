@@ -129,7 +129,23 @@ func icebergTableStatus(ctx context.Context, cat catalog.Catalog, ident table.Id
 	if confirmed != 0 { // the slot exists
 		line += staleNote(ctx, tbl, confirmed)
 	}
-	return line, nil
+	return line + filesNote(tbl), nil
+}
+
+// filesNote is the second line of a table's status: its current
+// snapshot's live files, and the newest outside commit the bridge has not
+// reconciled yet (see iceberg.LastOutside).
+func filesNote(tbl *table.Table) string {
+	live := iceberg.LiveFilesOf(tbl.CurrentSnapshot())
+	note := fmt.Sprintf("\n    live files: %d data, %d deletes, %d bytes", live.Data, live.Deletes, live.Bytes)
+	if s := iceberg.LastOutside(tbl); s != nil {
+		op := "?"
+		if s.Summary != nil {
+			op = string(s.Summary.Operation)
+		}
+		note += fmt.Sprintf("; outside commit since the bridge's last: snapshot %d (%s), reconciled at its next commit", s.SnapshotID, op)
+	}
+	return note
 }
 
 // staleNote is what status adds to the line of a stale table ("" when it

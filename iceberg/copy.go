@@ -118,7 +118,10 @@ func (s *Sink) BeginCopy(ctx context.Context, rel *decode.Relation, attnums map[
 			return CopyResume{Done: p.Done, Rows: int64(m.index.Len())}, nil
 		}
 	}
-	if m.index.Len() > 0 {
+	// A mirror whose index is empty may hold files all the same: one an
+	// outside writer gave deletes the index cannot be built from (see
+	// mirror.recopyForeign).
+	if m.index.Len() > 0 || LiveFilesOf(m.tbl.CurrentSnapshot()).Data > 0 {
 		s.log.Warn("mirror already holds rows: the new copy replaces them", "table", m.name(), "rows", m.index.Len())
 		m.truncate()
 	}

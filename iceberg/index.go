@@ -2,6 +2,7 @@ package iceberg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -28,7 +29,7 @@ func (m *mirror) rebuildIndex(ctx context.Context) error {
 	readDeletes := make(map[string]bool)
 	for _, task := range tasks {
 		if len(task.EqualityDeleteFiles) > 0 || len(task.DeletionVectorFiles) > 0 {
-			return fmt.Errorf("%s has equality deletes or deletion vectors, which the bridge does not write: another writer changed the table", m.name())
+			return fmt.Errorf("%s: %w", m.name(), ErrForeignDeletes)
 		}
 		for _, df := range task.DeleteFiles {
 			if readDeletes[df.FilePath()] {
@@ -46,6 +47,26 @@ func (m *mirror) rebuildIndex(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// ErrForeignDeletes is a mirror holding equality deletes or deletion
+// vectors: another writer's, which the key index cannot be built from. The
+// mirror is copied again (see mirror.recopyForeign).
+var ErrForeignDeletes = errors.New("another writer committed equality deletes or deletion vectors, which the bridge does not read")
+
+// recopyForeign answers a key index rebuild that failed with err: for
+// ErrForeignDeletes it marks the mirror for a copy again (PropRecopy, which
+// a restart also finds) and leaves the index empty until the copy, which
+// replaces every file of the table; any other error is returned.
+func (m *mirror) recopyForeign(ctx context.Context, err error) error {
+	if !errors.Is(err, ErrForeignDeletes) {
+		return err
+	}
+	m.index.Clear()
+	if m.log != nil {
+		m.log.Warn("a mirror has deletes the bridge cannot read: copying the table again", "table", m.name(), "problem", err)
+	}
+	return m.setProperties(ctx, "mark a re-copy of", icego.Properties{PropRecopy: "another writer committed equality deletes or deletion vectors"})
 }
 
 func (m *mirror) openParquet(path string) (*file.Reader, func(), error) {

@@ -3,9 +3,11 @@ package iceberg
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -61,6 +63,7 @@ type rowIndex interface {
 }
 
 func newMirror(t *icebergTable, rel *decode.Relation) (*mirror, error) {
+	t.positional = true
 	m := &mirror{icebergTable: t, rel: rel, index: keyindex.New()}
 	if err := m.bind(); err != nil {
 		return nil, err
@@ -336,9 +339,36 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 		return err
 	}
 	crashPoint("before-commit")
-	if err := m.commitFiles(ctx, s.cat, data, dels, m.truncated, m.lastEnd, s.cfg.Source.String(), m.summary); err != nil {
+	err := m.commitFiles(ctx, s.cat, data, dels, m.truncated, m.lastEnd, s.cfg.Source.String(), m.summary)
+	if errors.Is(err, errRowsMoved) {
+		return m.dropBatch(ctx, s, append(data, dels...))
+	}
+	if err != nil {
 		return err
 	}
 	m.pending, m.closed, m.deletes, m.changes, m.summary, m.truncated = nil, nil, m.deletes[:0], 0, nil, false
 	return nil
+}
+
+// dropBatch drops this flush's changes, whose position deletes point at
+// rows an outside commit moved (see reconcile): the files written for it
+// are deleted, the key index is rebuilt from the table's new snapshot and
+// errRowsMoved is returned, for the stream to replay the changes (see
+// ReplayError).
+func (m *mirror) dropBatch(ctx context.Context, s *Sink, files []icego.DataFile) error {
+	for _, df := range files {
+		removeFile(m.fs, df.FilePath())
+	}
+	m.pending, m.closed, m.deletes, m.changes, m.summary, m.truncated = nil, nil, m.deletes[:0], 0, nil, false
+	start := time.Now()
+	if err := m.rebuildIndex(ctx); err != nil {
+		if err := m.recopyForeign(ctx, err); err != nil {
+			return err
+		}
+		s.recopy = append(s.recopy, m.rel.ID) // at the replay's first commit
+	}
+	if m.log != nil {
+		m.log.Info("key index rebuilt after an outside commit", "table", m.name(), "rows", m.index.Len(), "elapsed", time.Since(start).Round(time.Millisecond))
+	}
+	return fmt.Errorf("%s: %w", m.name(), errRowsMoved)
 }

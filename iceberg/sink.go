@@ -184,7 +184,9 @@ func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 			s.log.Info("key index loaded", "table", rel.QualifiedName(), "rows", st.mirror.index.Len(), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
 		} else {
 			if err := st.mirror.rebuildIndex(ctx); err != nil {
-				return err
+				if err := st.mirror.recopyForeign(ctx, err); err != nil {
+					return err
+				}
 			}
 			s.log.Info("key index rebuilt", "table", rel.QualifiedName(), "rows", st.mirror.index.Len(), "watermark", t.watermark, "elapsed", time.Since(start).Round(time.Millisecond))
 		}
@@ -459,7 +461,13 @@ func (s *Sink) commit(ctx context.Context, end decode.LSN) error {
 	s.txOpen = false
 	s.lastEnd = end
 	if len(s.dropped) > 0 || len(s.droppedGone) > 0 || len(s.keyChanges) > 0 {
-		if err := s.Flush(ctx); err != nil {
+		var replay *ReplayError
+		if err := s.Flush(ctx); errors.As(err, &replay) {
+			// The replay brings this transaction's events again.
+			s.dropped, s.droppedGone = nil, nil
+			clear(s.keyChanges)
+			return err
+		} else if err != nil {
 			return err
 		}
 		if err := s.applyKeyChanges(ctx); err != nil {
@@ -517,6 +525,7 @@ func (s *Sink) Flush(ctx context.Context) error {
 	}
 	start := time.Now()
 	rows, tables := s.pending, 0
+	var moved []string // mirrors whose batches an outside commit dropped
 	for _, st := range s.tables {
 		// The changelog commits first: a mirror is then never ahead of its
 		// changelog, so a replayed change that reads an unchanged value back
@@ -529,7 +538,12 @@ func (s *Sink) Flush(ctx context.Context) error {
 			committed = true
 		}
 		if st.mirror != nil && st.mirror.changes > 0 {
-			if err := st.mirror.flush(ctx, s); err != nil {
+			err := st.mirror.flush(ctx, s)
+			if errors.Is(err, errRowsMoved) {
+				moved = append(moved, st.mirror.name())
+				continue
+			}
+			if err != nil {
 				return err
 			}
 			committed = true
@@ -537,6 +551,13 @@ func (s *Sink) Flush(ctx context.Context) error {
 		if committed {
 			tables++
 		}
+	}
+	if len(moved) > 0 {
+		// Every other table committed; the dropped batches came after the
+		// last flush, which s.durable stays at.
+		s.pending, s.flushStart = 0, time.Time{}
+		s.publishStatus()
+		return &ReplayError{From: s.durable, Tables: moved}
 	}
 	s.pending, s.flushStart, s.durable = 0, time.Time{}, s.lastEnd
 	s.stats.Changes.Add(int64(rows))

@@ -2,9 +2,11 @@ package iceberg
 
 import (
 	"sort"
+	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/pg2iceberg/pg2iceberg/decode"
 )
 
@@ -52,6 +54,30 @@ type TableStatus struct {
 	Table     string
 	Watermark decode.LSN
 	Committed time.Time
+	// OutsideCommits counts the snapshots of other writers the bridge's
+	// commits found on the table (see icebergTable.reconcile).
+	OutsideCommits int64
+	Live           LiveFiles
+}
+
+// LiveFiles are the files of a table's current snapshot, and their size.
+type LiveFiles struct {
+	Data, Deletes int64
+	Bytes         int64 // data and delete files together
+}
+
+// LiveFilesOf reads a snapshot's live files from the totals in its
+// summary, which every writer keeps (Iceberg's total-data-files,
+// total-delete-files, total-files-size): no manifest is read.
+func LiveFilesOf(snap *table.Snapshot) LiveFiles {
+	if snap == nil || snap.Summary == nil {
+		return LiveFiles{}
+	}
+	n := func(k string) int64 {
+		v, _ := strconv.ParseInt(snap.Summary.Properties[k], 10, 64)
+		return v
+	}
+	return LiveFiles{Data: n("total-data-files"), Deletes: n("total-delete-files"), Bytes: n("total-files-size")}
 }
 
 // Status lists every Iceberg table's watermark.
@@ -60,7 +86,7 @@ func (s *Sink) Status() []TableStatus {
 	for _, st := range s.tables {
 		for _, t := range []*icebergTable{mirrorTable(st.mirror), changelogTable(st.changelog)} {
 			if t != nil {
-				out = append(out, TableStatus{Table: t.name(), Watermark: t.watermark, Committed: t.committed})
+				out = append(out, TableStatus{Table: t.name(), Watermark: t.watermark, Committed: t.committed, OutsideCommits: t.outside, Live: LiveFilesOf(t.tbl.CurrentSnapshot())})
 			}
 		}
 	}

@@ -53,6 +53,11 @@ type icebergTable struct {
 	// the commit that triggered them.
 	log   *slog.Logger
 	stats *Stats
+	// positional: a mirror, whose commits hold position deletes and whose
+	// key index points at rows (see reconcile); outside counts the outside
+	// snapshots its commits found.
+	positional bool
+	outside    int64
 }
 
 // maybeExpire runs the table's maintenance when due, after a commit (see
@@ -255,8 +260,12 @@ func (t *icebergTable) commitFiles(ctx context.Context, cat catalog.Catalog, dat
 	maps.Copy(props, extra)
 	var lastErr error
 	for attempt := 0; attempt < 4; attempt++ {
-		txn := t.tbl.NewTransaction()
-		err := t.stageFiles(ctx, txn, data, deletes, replaceAll, props)
+		base, err := withoutReplay(t.tbl, cat)
+		if err != nil {
+			return fmt.Errorf("commit %s: %w", t.name(), err)
+		}
+		txn := base.NewTransaction()
+		err = t.stageFiles(ctx, txn, data, deletes, replaceAll, props)
 		if err == nil {
 			var tbl *table.Table
 			tbl, err = txn.Commit(ctx)
@@ -281,8 +290,8 @@ func (t *icebergTable) commitFiles(ctx context.Context, cat catalog.Catalog, dat
 			t.watermark, t.committed = lsn, time.Now()
 			return t.committedTo(tbl)
 		}
-		if !onlyOurs(tbl, t.tbl, source) {
-			return fmt.Errorf("commit %s: another writer committed to the table (%w); restart the bridge to rebuild its key index", t.name(), err)
+		if err := t.reconcile(tbl, source, replaceAll); err != nil {
+			return err
 		}
 		t.tbl = tbl
 	}
@@ -352,24 +361,27 @@ func hasCommit(tbl *table.Table, commitID string) bool {
 	return false
 }
 
-// onlyOurs reports whether every snapshot newer than old's current one was
-// written by the bridge from this source.
-func onlyOurs(now, old *table.Table, source string) bool {
-	var oldID int64 = -1
-	if s := old.CurrentSnapshot(); s != nil {
-		oldID = s.SnapshotID
+// reconcile looks at what a commit conflicted with, now the catalog's
+// head: snapshots of the bridge's own (its compaction) or of another
+// writer that a retry on top of now cannot harm are passed over; outside
+// snapshots that moved rows of a mirror (see needsRebuild) are
+// errRowsMoved, t being moved to now. A commit that replaces every file
+// (replaceAll) and a changelog's appends never depend on where rows are.
+func (t *icebergTable) reconcile(now *table.Table, source string, replaceAll bool) error {
+	outside, connected := outsideSnapshots(now, t.tbl, source)
+	if len(outside) == 0 && connected {
+		return nil
 	}
-	meta := now.Metadata()
-	for s := now.CurrentSnapshot(); s != nil && s.SnapshotID != oldID; {
-		if s.Summary == nil || s.Summary.Properties[PropSource] != source {
-			return false
-		}
-		if s.ParentSnapshotID == nil {
-			break
-		}
-		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	t.outside += int64(len(outside))
+	rebuild := t.positional && !replaceAll && needsRebuild(outside, connected)
+	if t.log != nil {
+		t.log.Info("outside commit found", "table", t.name(), "snapshots", snapshotIDs(outside), "ancestry_known", connected, "rebuild_key_index", rebuild)
 	}
-	return true
+	if !rebuild {
+		return nil
+	}
+	t.tbl = now
+	return fmt.Errorf("commit %s: %w", t.name(), errRowsMoved)
 }
 
 // dataPath returns a new data file location in the table.

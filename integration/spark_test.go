@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,7 +84,13 @@ func launchSpark(jar string) (*sparkJVM, error) {
 		return nil, fmt.Errorf("spark temp dir: %w", err)
 	}
 	j := &sparkJVM{lines: make(chan string, 16), ready: make(chan struct{}), stderr: &lockedBuffer{}, tmp: tmp, start: time.Now()}
-	cmd, stdin, stdout, err := startReader("readers/spark_session.py", tmp, j.stderr, "--jar", jar, "--tmp", tmp)
+	args := []string{"--jar", jar, "--tmp", tmp}
+	// The PostgreSQL JDBC driver scripts/setup.sh fetches next to the
+	// runtime, for the sessions on a JdbcCatalog (see startSparkJDBC).
+	if jdbc := filepath.Join(filepath.Dir(jar), "postgresql-jdbc.jar"); fileExists(jdbc) {
+		args = append(args, "--jdbc-jar", jdbc)
+	}
+	cmd, stdin, stdout, err := startReader("readers/spark_session.py", tmp, j.stderr, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +150,9 @@ type sparkSession struct {
 	opened     bool
 	// upAfter is how long the test waited, from startSpark, for its session.
 	upAfter time.Duration
+	// open is the open request's fields beyond op and session: the REST
+	// catalog's uri and token, or a JdbcCatalog's (see startSparkJDBC).
+	open map[string]string
 }
 
 // startSpark starts the shared JVM if no test has yet, and returns a
@@ -153,7 +163,8 @@ func startSpark(t *testing.T, uri, token, jar string) *sparkSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sparkSession{jvm: j, name: fmt.Sprintf("s%d", sparkCounter.Add(1)), uri: uri, token: token, start: time.Now()}
+	s := &sparkSession{jvm: j, name: fmt.Sprintf("s%d", sparkCounter.Add(1)), uri: uri, token: token, start: time.Now(),
+		open: map[string]string{"uri": uri, "token": token}}
 	t.Cleanup(func() {
 		if s.opened {
 			var none any
@@ -186,7 +197,9 @@ func (s *sparkSession) wait(t *testing.T) {
 		t.Fatalf("spark did not start: %s %s", j.hello, tail(j.stderr.log(), 40))
 	}
 	var none any
-	if !s.exchange(t, map[string]string{"op": "open", "session": s.name, "uri": s.uri, "token": s.token}, &none) {
+	req := map[string]string{"op": "open", "session": s.name}
+	maps.Copy(req, s.open)
+	if !s.exchange(t, req, &none) {
 		t.Fatalf("spark: open a session on %s failed", s.uri)
 	}
 	s.opened, s.upAfter = true, time.Since(s.start)
@@ -208,7 +221,7 @@ func (s *sparkSession) exchange(t *testing.T, req map[string]string, out any) bo
 		t.Fatal(err)
 	}
 	shown := b
-	if req["token"] != "" {
+	if req["token"] != "" || req["password"] != "" {
 		shown = []byte(req["op"] + " " + req["session"])
 	}
 	j := s.jvm

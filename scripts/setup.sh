@@ -23,6 +23,9 @@ PYTZ_VERSION=2026.6
 # pyspark and the Iceberg runtime built for its Spark (3.5) and Scala (2.12).
 PYSPARK_VERSION=3.5.9
 ICEBERG_SPARK_RUNTIME=org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.1
+# The PostgreSQL JDBC driver, for Spark's JdbcCatalog on the bridge's
+# Postgres SQL catalog (the outside-writer tests).
+POSTGRES_JDBC=org.postgresql:postgresql:42.7.8
 MAVEN_DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
 CACHE_DIR=${PG2ICEBERG_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/pg2iceberg}
 
@@ -244,6 +247,24 @@ else
 fi
 ln -sfn "$(basename "$JAR")" "$JAR_DIR/iceberg-spark-runtime.jar"
 
+# fetch_jar COORDINATE LINK: the jar of a Maven coordinate into $JAR_DIR
+# (once), linked as LINK.
+fetch_jar() {
+	local group artifact version jar
+	IFS=: read -r group artifact version <<<"$1"
+	jar="$JAR_DIR/$artifact-$version.jar"
+	if [ -s "$jar" ]; then
+		say "$artifact $version found at $jar"
+	else
+		say "fetching $1 from Maven Central into $JAR_DIR"
+		mvn -q -B -Dstyle.color=never --strict-checksums "$MAVEN_DEPENDENCY_PLUGIN:copy" -Dartifact="$1" -DoutputDirectory="$JAR_DIR" ||
+			die "maven could not fetch $1 (see above): check that Maven Central is reachable"
+		[ -s "$jar" ] || die "maven finished but $jar is missing"
+	fi
+	ln -sfn "$(basename "$jar")" "$JAR_DIR/$2"
+}
+fetch_jar "$POSTGRES_JDBC" postgresql-jdbc.jar
+
 # ---------------------------------------------------------- docker-compose
 # scripts/check-compose.sh validates docker-compose.yml with it (no engine
 # needed): Debian's docker-compose 1.29, unless Compose v2 is there.
@@ -265,6 +286,7 @@ echo "  go:         $(go version)"
 echo "  java:       $JAVA_VERSION"
 echo "  compose:    $COMPOSE_VERSION (validates docker-compose.yml only)"
 echo "  spark jar:  $JAR_DIR/iceberg-spark-runtime.jar -> $(basename "$JAR")"
+echo "  jdbc jar:   $JAR_DIR/postgresql-jdbc.jar -> $(readlink "$JAR_DIR/postgresql-jdbc.jar")"
 echo "  python:     ${PYV[python]}"
 for name in pyiceberg pyarrow sqlalchemy duckdb duckdb-ext-iceberg pytz pyspark; do
 	v=${PYV[$name]:--}

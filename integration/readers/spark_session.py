@@ -9,6 +9,12 @@ stdin, one request per line, each naming its session:
     {"op": "open", "session": "s1", "uri": "http://127.0.0.1:8181",
      "token": "..."}                               -> null; a new session
         whose catalog "pg" is the REST catalog at uri (token optional)
+    {"op": "open", "session": "s2", "jdbc_name": "pg2iceberg",
+     "jdbc_uri": "jdbc:postgresql://127.0.0.1:5432/lake",
+     "jdbc_user": "postgres", "jdbc_warehouse": "file:///abs/wh",
+     "password": "..."}                           -> null; a new session
+        whose catalog of that name is Iceberg's JdbcCatalog on that database
+        (the bridge's Postgres SQL catalog; needs --jdbc-jar)
     {"op": "close", "session": "s1"}              -> null
     {"op": "sql", "session": "s1", "sql": "SELECT ..."} -> canonical rows
     {"op": "report", "session": "s1", "orders": "pg.shop.orders VERSION AS OF 1",
@@ -40,6 +46,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--jar", required=True, help="the iceberg-spark-runtime jar")
     p.add_argument("--tmp", help="directory for Spark's local files")
+    p.add_argument("--jdbc-jar", help="the PostgreSQL JDBC driver jar, for JdbcCatalog sessions")
     return p.parse_args(argv)
 
 
@@ -61,7 +68,7 @@ def base_session(args):
     time.tzset()
     from pyspark.sql import SparkSession
     b = (SparkSession.builder.master("local[1]").appName("pg2iceberg-interop")
-         .config("spark.jars", args.jar)
+         .config("spark.jars", ",".join(j for j in (args.jar, args.jdbc_jar) if j))
          .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")
@@ -69,6 +76,9 @@ def base_session(args):
     for k, v in SESSION_CONF.items():
         if k != "spark.sql.catalog.pg":  # no catalog pg in the base session
             b = b.config(k, v)
+    if args.jdbc_jar:
+        # java.sql.DriverManager finds drivers on the JVM's class path only.
+        b = b.config("spark.driver.extraClassPath", args.jdbc_jar)
     if args.tmp:
         b = (b.config("spark.local.dir", args.tmp)
              .config("spark.sql.warehouse.dir", os.path.join(args.tmp, "spark-warehouse")))
@@ -86,6 +96,32 @@ def open_session(base, uri, token):
     s.conf.set("spark.sql.catalog.pg.uri", uri)
     if token:
         s.conf.set("spark.sql.catalog.pg.token", token)
+    return s
+
+
+def open_jdbc_session(base, req):
+    """A session of its own whose catalog req["jdbc_name"] is Iceberg's
+    JdbcCatalog on the database at req["jdbc_uri"]. The catalog's name is the
+    catalog_name of its rows in iceberg_tables: the bridge's catalog name.
+    jdbc.schema-version V1 is the schema iceberg-go creates (iceberg_tables
+    with iceberg_type)."""
+    s = base.newSession()
+    for k, v in SESSION_CONF.items():
+        if k != "spark.sql.catalog.pg":
+            s.conf.set(k, v)
+    c = "spark.sql.catalog." + req["jdbc_name"]
+    conf = {
+        c: "org.apache.iceberg.spark.SparkCatalog",
+        c + ".type": "jdbc",
+        c + ".uri": req["jdbc_uri"],
+        c + ".jdbc.user": req["jdbc_user"],
+        c + ".jdbc.password": req.get("password") or "",
+        c + ".jdbc.schema-version": "V1",
+        c + ".warehouse": req["jdbc_warehouse"],
+        c + ".cache-enabled": "false",
+    }
+    for k, v in conf.items():
+        s.conf.set(k, v)
     return s
 
 
@@ -156,7 +192,10 @@ class Session:
 def handle(base, sessions, req):
     op, name = req["op"], req["session"]
     if op == "open":
-        sessions[name] = Session(open_session(base, req["uri"], req.get("token")))
+        if "jdbc_uri" in req:
+            sessions[name] = Session(open_jdbc_session(base, req))
+        else:
+            sessions[name] = Session(open_session(base, req["uri"], req.get("token")))
         return None
     if op == "close":
         sessions.pop(name, None)
