@@ -45,7 +45,7 @@ type icebergTable struct {
 	fs        icebergio.WriteFileIO
 	watermark decode.LSN       // end LSN of the last source transaction committed
 	committed time.Time        // when the bridge last committed to it
-	upkeep    tiering.Schedule // snapshot expiry after commits
+	upkeep    tiering.Schedule // maintenance after commits
 	// bindErr is a source column whose type the schema cannot hold (see
 	// lenientBind): writing a row is an error until the schema evolves.
 	bindErr error
@@ -66,13 +66,26 @@ func (t *icebergTable) maybeExpire(ctx context.Context) error {
 	for _, err := range u.Failures {
 		t.expireFailed(err)
 	}
-	if u.Table == nil {
-		return nil
-	}
+	t.countUpkeep(u)
 	if u.GaveUp > 0 && t.log != nil {
 		t.log.Warn("giving up deleting files of expired snapshots; orphan file cleanup can remove them", "table", t.name(), "expiries", u.GaveUp)
 	}
 	return t.committedTo(u.Table)
+}
+
+// countUpkeep counts what the table's maintenance did.
+func (t *icebergTable) countUpkeep(u *tiering.Upkeep) {
+	if t.stats == nil {
+		return
+	}
+	t.stats.SnapshotsExpired.Add(int64(u.Expired))
+	if u.Manifests != nil && u.Manifests.Rewritten {
+		t.stats.ManifestRewrites.Add(1)
+	}
+	if u.Orphans != nil {
+		t.stats.OrphansRemoved.Add(int64(u.Orphans.Removed))
+		t.stats.OrphanBytes.Add(u.Orphans.RemovedBytes)
+	}
 }
 
 // expireFailed logs and counts an expiry failure (nil: none).
