@@ -224,7 +224,7 @@ func maintainTable(ctx context.Context, cat catalog.Catalog, ident table.Identif
 	if running {
 		m.ManifestsSkipped = "the running bridge rewrites them"
 	} else if tbl, err = retryCommit(ctx, cat, tbl, func(t *table.Table) (*table.Table, error) {
-		out, r, err := tiering.RewriteManifests(ctx, t, 0, cfg.DryRun)
+		out, r, err := tiering.TidyManifests(ctx, cat, t, 0, cfg.DryRun)
 		m.Manifests = r
 		return out, err
 	}); err != nil {
@@ -336,9 +336,9 @@ func printMaintenance(w io.Writer, m TableMaintenance, dry bool) {
 	case m.ManifestsSkipped != "":
 		fmt.Fprintf(w, "  manifests: not rewritten: %s\n", m.ManifestsSkipped)
 	case m.Manifests.Rewritten && dry:
-		fmt.Fprintf(w, "  manifests: would rewrite %d data manifests (over %d)\n", m.Manifests.Before, tiering.MaxManifests)
+		fmt.Fprintf(w, "  manifests: would rewrite %d data and %d delete manifests (past %d)\n", m.Manifests.Before, m.Manifests.Deletes, tiering.MaxManifests)
 	case m.Manifests.Rewritten:
-		fmt.Fprintf(w, "  manifests: rewrote %d data manifests into %d\n", m.Manifests.Before, m.Manifests.After)
+		fmt.Fprintf(w, "  manifests: rewrote %d data and %d delete manifests into %d and %d\n", m.Manifests.Before, m.Manifests.Deletes, m.Manifests.After, m.Manifests.DeletesAfter)
 	default:
 		fmt.Fprintf(w, "  manifests: %d data and %d delete manifests, no rewrite due\n", m.Manifests.Before, m.Manifests.Deletes)
 	}

@@ -58,8 +58,8 @@ type icebergTable struct {
 // maybeExpire runs the table's maintenance when due, after a commit (see
 // tiering.Schedule). A failure is logged and counted, not returned: the
 // data commit stands and the next expiry tries again.
-func (t *icebergTable) maybeExpire(ctx context.Context) error {
-	u := t.upkeep.AfterCommit(ctx, t.tbl)
+func (t *icebergTable) maybeExpire(ctx context.Context, cat catalog.Catalog) error {
+	u := t.upkeep.AfterCommit(ctx, cat, t.tbl)
 	if u == nil {
 		return nil
 	}
@@ -278,7 +278,7 @@ func (t *icebergTable) commitFiles(ctx context.Context, cat catalog.Catalog, dat
 				if err := t.committedTo(tbl); err != nil {
 					return err
 				}
-				return t.maybeExpire(ctx)
+				return t.maybeExpire(ctx, cat)
 			}
 		}
 		lastErr = err

@@ -236,6 +236,9 @@ func TestMaintainWhileBridgeRuns(t *testing.T) {
 		if data > tiering.MaxManifests+16 || data >= flushes {
 			t.Errorf("%s: %d data manifests after %d flushes, want at most %d", name, data, flushes, tiering.MaxManifests+16)
 		}
+		if deletes > tiering.MaxManifests+16 || name == "public.t" && deletes >= flushes {
+			t.Errorf("%s: %d delete manifests after %d flushes, want at most %d", name, deletes, flushes, tiering.MaxManifests+16)
+		}
 		t.Logf("%s: %d data and %d delete manifests after %d flushes", name, data, deletes, flushes)
 	}
 	_, metrics := httpGet(t, "http://"+addr+"/metrics", "")

@@ -16,7 +16,8 @@
 //   - cleanup.go: deleting the files only expired snapshots referenced,
 //     and retrying what could not be deleted;
 //   - manifests.go: merging a table's data manifests (iceberg-go's
-//     RewriteManifests) past MaxManifests;
+//     RewriteManifests) past MaxManifests, and deletemanifests.go its
+//     delete manifests (our own: iceberg-go leaves them);
 //   - orphans.go: removing files no metadata references, past an age;
 //   - lease.go: the writer lease a running bridge keeps in the warehouse,
 //     which tells maintain that files of commits in flight may be about;
@@ -24,8 +25,7 @@
 //
 // Not built yet, and where it goes: compaction (rewriting a mirror's
 // small data files and their position deletes into fewer files) in
-// compact.go; merging delete manifests (iceberg-go's rewrite leaves them);
-// a retention other than snapshot age and count (by a table's changelog
+// compact.go; a retention other than snapshot age and count (by a table's changelog
 // days, say) in retention.go. Compaction rewrites the files the mirror's
 // key index points into (iceberg/keyindex), so it must commit through the
 // mirror or make it rebuild its index.
@@ -42,7 +42,8 @@
 //     orphan age; the key index file and the version hint are never one.
 //   - Maintenance never fails a data commit: its errors are returned for
 //     the caller to log and count, and the next run tries again.
-//   - A manifest rewrite moves no data or delete file: the key index stays
-//     valid.
+//   - A manifest rewrite moves no data or delete file, and a merged delete
+//     manifest keeps each entry's sequence numbers: the key index stays
+//     valid and every delete applies as before.
 //   - A table with gc.enabled=false is never expired.
 package tiering

@@ -179,10 +179,10 @@ func TestExpireCleanupRetried(t *testing.T) {
 // ExpireEvery, whatever the table has grown to meanwhile.
 func TestScheduleAfterCommit(t *testing.T) {
 	ctx := context.Background()
-	tbl := newTable(t, t.TempDir(), "2")
+	cat, tbl := newTableCat(t, t.TempDir(), "2")
 	tbl = appendSnapshots(t, tbl, 5)
 	var s tiering.Schedule
-	u := s.AfterCommit(ctx, tbl)
+	u := s.AfterCommit(ctx, cat, tbl)
 	if u == nil || u.Table == nil || len(u.Failures) != 0 || u.GaveUp != 0 {
 		t.Fatalf("first AfterCommit = %+v, want an expiry without failures", u)
 	}
@@ -193,7 +193,7 @@ func TestScheduleAfterCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := s.AfterCommit(ctx, tbl); u != nil {
+	if u := s.AfterCommit(ctx, cat, tbl); u != nil {
 		t.Errorf("AfterCommit right after an expiry = %+v, want nil (not due for %s)", u, tiering.ExpireEvery)
 	}
 }

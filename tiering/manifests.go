@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	icego "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -14,7 +15,8 @@ import (
 // MaxManifests data manifests they are merged into few, target-sized ones
 // (iceberg-go's Transaction.RewriteManifests, a metadata-only replace
 // snapshot: no data file is read or moved, so the key index stays valid).
-// The library leaves delete manifests as they are.
+// The library leaves delete manifests as they are: MergeDeleteManifests
+// (deletemanifests.go) merges those.
 
 // MaxManifests is how many data manifests a table's current snapshot may
 // have before they are rewritten: planning reads at most this many plus
@@ -27,10 +29,31 @@ type ManifestRewrite struct {
 	// Before and After are the current snapshot's data manifests before and
 	// after the rewrite (equal when nothing was due).
 	Before, After int
-	// Deletes is the current snapshot's delete manifests (not rewritten).
-	Deletes int
-	// Rewritten says a rewrite was committed (or, dry, would be).
+	// Deletes and DeletesAfter are the current snapshot's delete
+	// manifests before and after (see MergeDeleteManifests).
+	Deletes, DeletesAfter int
+	// Rewritten says a rewrite of either was committed (or, dry, would be).
 	Rewritten bool
+}
+
+// TidyManifests rewrites tbl's data manifests (RewriteManifests) and merges
+// its delete manifests (MergeDeleteManifests), each when it has more than
+// limit (0: MaxManifests). It returns the table after them.
+func TidyManifests(ctx context.Context, cat catalog.Catalog, tbl *table.Table, limit int, dry bool) (*table.Table, ManifestRewrite, error) {
+	if limit <= 0 {
+		limit = MaxManifests
+	}
+	out, r, err := RewriteManifests(ctx, tbl, limit, dry)
+	r.DeletesAfter = r.Deletes
+	if err != nil || r.Deletes <= limit {
+		return out, r, err
+	}
+	out, _, after, err := MergeDeleteManifests(ctx, cat, out, limit, dry)
+	if err != nil {
+		return out, r, err
+	}
+	r.DeletesAfter, r.Rewritten = after, r.Rewritten || after < r.Deletes
+	return out, r, nil
 }
 
 // CountManifests counts the data and delete manifests of tbl's current

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -68,16 +69,16 @@ type Upkeep struct {
 
 // AfterCommit runs what is due for tbl, just committed: every
 // rewriteCheckEvery commits, a manifest rewrite when the table has more
-// than MaxManifests; every OrphansEvery, orphan cleanup; at most every
+// than MaxManifests data or delete manifests; every OrphansEvery, orphan cleanup; at most every
 // ExpireEvery, the deletes earlier
 // expiries left are retried and snapshots past the retention expired. It
 // returns nil when nothing was due.
-func (s *Schedule) AfterCommit(ctx context.Context, tbl *table.Table) *Upkeep {
+func (s *Schedule) AfterCommit(ctx context.Context, cat catalog.Catalog, tbl *table.Table) *Upkeep {
 	var u *Upkeep
 	if s.commits++; s.commits >= rewriteCheckEvery {
 		s.commits = 0
 		u = &Upkeep{Table: tbl}
-		out, r, err := RewriteManifests(ctx, tbl, s.MaxManifests, false)
+		out, r, err := TidyManifests(ctx, cat, tbl, s.MaxManifests, false)
 		if err != nil {
 			u.Failures = append(u.Failures, err)
 		}
