@@ -166,10 +166,20 @@ func TestMaintainRemovesOrphans(t *testing.T) {
 	if killed == 0 {
 		t.Fatalf("the killed flush left no file in the mirror's location: nothing to show")
 	}
+	dry, err := runOnce(t, append([]string{"maintain", "--orphans-older-than", "0s", "--dry-run", "--table", "public.t"}, tg.args()...)...)
+	if err != nil || !strings.Contains(dry, "orphans: would remove "+strconv.Itoa(4+killed)+" (") || strings.Contains(dry, "t__changelog") {
+		t.Fatalf("maintain --dry-run --table public.t = %v, want %d orphans it would remove, of that table only:\n%s", err, 4+killed, dry)
+	}
+	for _, p := range planted {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("maintain --dry-run removed %s: %v", p, err)
+		}
+	}
 	out, err := runOnce(t, append([]string{"maintain", "--orphans-older-than", "0s"}, tg.args()...)...)
 	if err != nil {
 		t.Fatalf("maintain: %v\n%s", err, out)
 	}
+	t.Logf("maintain --orphans-older-than 0s:\n%s", out)
 	for _, name := range []string{"public.t", "public.t__changelog"} {
 		if left := unreferenced(t, loadTable(t, tg, name)); len(left) > 0 {
 			t.Errorf("%s: files no metadata names left after maintain: %v\n%s", name, left, out)
@@ -268,4 +278,13 @@ func TestMaintainWhileBridgeRuns(t *testing.T) {
 	want := pgRows(t, conn, "id::text AS id, v", "t")
 	compareRows(t, "pyiceberg", "t", "id", pyicebergRows(t, tg, "public.t"), want)
 	compareRows(t, "iceberg-go", "t", "id", icegoRows(t, tg, "public.t"), want)
+	dir := filepath.Join(mustAbs(t, tg.warehouse), "public.db", "t")
+	got := duckdbRow(t, "SELECT count(*), sum(id), count(DISTINCT v) FROM iceberg_scan(?)", dir)
+	var pgWant string
+	if err := conn.QueryRow(ctx, `SELECT '(' || count(*) || ', ' || sum(id) || ', ' || count(DISTINCT v) || ')' FROM t`).Scan(&pgWant); err != nil {
+		t.Fatal(err)
+	}
+	if got != pgWant {
+		t.Errorf("duckdb reads the mirror as %s, want %s (Postgres)", got, pgWant)
+	}
 }
