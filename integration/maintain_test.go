@@ -288,3 +288,43 @@ func TestMaintainWhileBridgeRuns(t *testing.T) {
 		t.Errorf("duckdb reads the mirror as %s, want %s (Postgres)", got, pgWant)
 	}
 }
+
+// On S3 the running bridge's writer lease is an object under the
+// warehouse, gone when it stops, and maintain removes an orphan object and
+// keeps the key index.
+func TestMaintainS3(t *testing.T) {
+	t.Parallel()
+	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
+		INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 100) g;
+		CREATE PUBLICATION ms_pub FOR TABLE t;`)
+	tg := s3Target(t)
+	ctx := context.Background()
+	lease := "wh/.pg2iceberg/writers/pg2iceberg_ms_pub.json"
+	b := startBridge(t, tg.env(), runArgs(pg, "ms_pub", tg)...)
+	waitSlot(t, conn, "pg2iceberg_ms_pub", b)
+	exec1(t, conn, `UPDATE t SET v = 'u' WHERE id <= 10`)
+	waitCaughtUp(t, conn, "pg2iceberg_ms_pub", b)
+	if got, err := tg.s3.GetObject(ctx, "lake", lease); err != nil || !strings.Contains(string(got), `"slot":"pg2iceberg_ms_pub"`) {
+		t.Fatalf("writer lease of the running bridge: %q, %v", got, err)
+	}
+	b.stop(t)
+	if _, err := tg.s3.GetObject(ctx, "lake", lease); err == nil {
+		t.Fatalf("writer lease %s left after the bridge stopped", lease)
+	}
+	orphan := "wh/public.db/t/data/planted.parquet"
+	if err := tg.s3.PutObject(ctx, "lake", orphan, []byte("PAR1 not referenced PAR1")); err != nil {
+		t.Fatal(err)
+	}
+	m := startBridge(t, tg.env(), append([]string{"maintain", "--orphans-older-than", "0s"}, tg.args()...)...)
+	m.exited(t, 2*time.Minute)
+	if m.err != nil || !strings.Contains(m.log(), "orphans: 1 found") {
+		t.Fatalf("maintain on S3: %v\n%s", m.err, m.log())
+	}
+	if _, err := tg.s3.GetObject(ctx, "lake", orphan); err == nil {
+		t.Errorf("orphan %s still there", orphan)
+	}
+	if _, err := tg.s3.GetObject(ctx, "lake", "wh/public.db/t"+keyindex.FileName); err != nil {
+		t.Errorf("maintain removed the key index: %v", err)
+	}
+	compareRows(t, "pyiceberg", "t", "id", pyicebergRows(t, tg, "public.t"), pgRows(t, conn, "id::text AS id, v", "t"))
+}
