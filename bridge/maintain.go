@@ -253,17 +253,24 @@ func expireOnce(ctx context.Context, cat catalog.Catalog, tbl *table.Table, cfg 
 		m.Expired = n
 		return tbl, err
 	}
-	return retryCommit(ctx, cat, tbl, func(t *table.Table) (*table.Table, error) {
+	// Files of the expired snapshots that could not be deleted are no
+	// conflict: the expiry stands, and the error is reported after it.
+	var leftErr error
+	out, err := retryCommit(ctx, cat, tbl, func(t *table.Table) (*table.Table, error) {
 		out, left, err := tiering.ExpireSnapshots(ctx, t, r)
 		if err != nil {
 			return nil, err
 		}
 		m.Expired = len(t.Metadata().Snapshots()) - len(out.Metadata().Snapshots())
 		if left != nil {
-			return out, left.Err()
+			leftErr = left.Run(ctx, out)
 		}
 		return out, nil
 	})
+	if err != nil {
+		return out, err
+	}
+	return out, leftErr
 }
 
 // sourceTableOf is the source table (schema.table) a mirror or changelog
@@ -276,23 +283,27 @@ func sourceTableOf(tbl *table.Table) string {
 	return ident[0] + "." + strings.TrimSuffix(ident[1], iceberg.ChangelogSuffix)
 }
 
-// retryCommit runs step, a maintenance commit, on tbl; when another
-// writer's commit came first (a conflict) it reloads the table and tries
-// again, up to maintainAttempts times. It returns the table after the
-// step; an error is reported, never a partial commit.
+// retryCommit runs step, a maintenance commit, on tbl; when it fails and
+// the table, reloaded, has moved on (another writer's commit came first:
+// the SQL catalog's failed requirements are no table.ErrCommitFailed, so
+// the metadata location decides), it runs again on the reloaded table, up
+// to maintainAttempts times. It returns the table after the step; any
+// other failure is reported, never a partial commit.
 func retryCommit(ctx context.Context, cat catalog.Catalog, tbl *table.Table, step func(*table.Table) (*table.Table, error)) (*table.Table, error) {
 	var err error
 	for range maintainAttempts {
 		var out *table.Table
-		if out, err = step(tbl); err == nil || !errors.Is(err, table.ErrCommitFailed) {
-			if out == nil {
-				out = tbl
-			}
-			return out, err
+		if out, err = step(tbl); err == nil {
+			return out, nil
 		}
-		if tbl, err = cat.LoadTable(ctx, tbl.Identifier()); err != nil {
-			return nil, fmt.Errorf("reload %s after a conflict: %w", strings.Join(tbl.Identifier(), "."), err)
+		now, lerr := cat.LoadTable(ctx, tbl.Identifier())
+		if lerr != nil {
+			return tbl, fmt.Errorf("%w (and reloading %s failed: %w)", err, strings.Join(tbl.Identifier(), "."), lerr)
 		}
+		if now.MetadataLocation() == tbl.MetadataLocation() && !errors.Is(err, table.ErrCommitFailed) {
+			return tbl, err // not a conflict
+		}
+		tbl = now
 	}
 	return tbl, fmt.Errorf("%w (another writer committed first %d times: run maintain again)", err, maintainAttempts)
 }
