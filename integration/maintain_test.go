@@ -328,3 +328,47 @@ func TestMaintainS3(t *testing.T) {
 	}
 	compareRows(t, "pyiceberg", "t", "id", pyicebergRows(t, tg, "public.t"), pgRows(t, conn, "id::text AS id, v", "t"))
 }
+
+// A table's retention block in --config decides the running bridge's
+// expiry over the table's properties: after a restart the first commit
+// keeps the newest 2 snapshots of the mirror and of its changelog, and
+// /metrics counts what expired.
+func TestRetentionFromConfig(t *testing.T) {
+	t.Parallel()
+	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
+		INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 50) g;
+		CREATE PUBLICATION rc_pub FOR TABLE t;`)
+	tg := localTarget(t)
+	cfg := filepath.Join(t.TempDir(), "pg2iceberg.yaml")
+	if err := os.WriteFile(cfg, []byte("tables:\n  - table: public.t\n    retention: {max_snapshot_age: 1ms, min_snapshots: 2}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	run := runArgs(pg, "rc_pub", tg, "--config", cfg, "--metrics-addr", addr)
+	b := startBridge(t, nil, run...)
+	waitSlot(t, conn, "pg2iceberg_rc_pub", b)
+	for i := range 4 {
+		exec1(t, conn, `UPDATE t SET v = v || 'u' WHERE id = $1`, i+1)
+		waitCaughtUp(t, conn, "pg2iceberg_rc_pub", b)
+	}
+	b.stop(t)
+	before := len(loadTable(t, tg, "public.t").Metadata().Snapshots())
+	if before < 5 {
+		t.Fatalf("the mirror has %d snapshots after a copy and 4 flushes, want 5 or more", before)
+	}
+	b = startBridge(t, nil, run...)
+	waitSlot(t, conn, "pg2iceberg_rc_pub", b)
+	exec1(t, conn, `UPDATE t SET v = 'after' WHERE id = 10`)
+	waitCaughtUp(t, conn, "pg2iceberg_rc_pub", b)
+	_, metrics := httpGet(t, "http://"+addr+"/metrics", "")
+	b.stop(t)
+	for _, name := range []string{"public.t", "public.t__changelog"} {
+		if n := len(loadTable(t, tg, name).Metadata().Snapshots()); n != 2 {
+			t.Errorf("%s has %d snapshots after an expiry keeping 2 (its table property says 20), want 2", name, n)
+		}
+	}
+	if m := regexp.MustCompile(`\npg2iceberg_snapshots_expired_total (\d+)\n`).FindStringSubmatch(metrics); m == nil || m[1] == "0" {
+		t.Errorf("/metrics counts no expired snapshot:\n%s", metrics)
+	}
+	compareRows(t, "pyiceberg", "t", "id", pyicebergRows(t, tg, "public.t"), pgRows(t, conn, "id::text AS id, v", "t"))
+}
