@@ -15,7 +15,7 @@ func runCommand() *cli.Command {
 		Flags: flags(sourceFlags, []cli.Flag{
 			flagServeCatalog, flagCatalogToken, flagCatalogTokenFile, flagVendS3Credentials,
 			flagFlushInterval, flagFlushRows, flagFlushBytes, flagMemoryLimit, flagNoChangelog, flagSpoolDir,
-			flagBackfill, flagCopyWorkers, flagMetricsAddr, flagOnStaleTable,
+			flagBackfill, flagCopyWorkers, flagMetricsAddr, flagOnStaleTable, flagRetentionAge, flagRetentionKeep,
 		}),
 		Action: runCmd,
 	}

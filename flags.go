@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
+	"github.com/pg2iceberg/pg2iceberg/tiering"
 )
 
 // Every flag is defined once, here, and read by its Name; a command that
@@ -80,6 +81,17 @@ var (
 	flagDryRun   = &cli.BoolFlag{Name: "dry-run", Usage: "print what would change, change nothing"}
 	flagForce    = &cli.BoolFlag{Name: "force", Usage: "point the catalog at the newest valid metadata file even when it does not descend from the one the catalog points at (a forked history)"}
 	flagLocation = &cli.StringFlag{Name: "location", Usage: "the table's location, when it is not <warehouse>/<namespace>.db/<table> and the catalog has no entry (one table only)"}
+)
+
+// maintain's, and the retention run shares.
+var (
+	flagMaintainTable = &cli.StringFlag{Name: "table", Usage: "the one Iceberg table to maintain, as namespace.table (default: every table the bridge writes)"}
+	flagOrphanAge     = &cli.DurationFlag{Name: "orphans-older-than", Value: tiering.DefaultOrphanAge,
+		Usage: "remove files no metadata references once they are this old, e.g. 72h or 0s (refused under 24h while a bridge writes the warehouse)"}
+	flagRetentionAge = &cli.DurationFlag{Name: "retention-max-age", EnvVars: env("retention-max-age"), DefaultText: "the table's",
+		Usage: "expire snapshots older than this, e.g. 24h, for tables the --config file gives no retention (each table's history.expire.max-snapshot-age-ms when not given: 1h on tables the bridge creates)"}
+	flagRetentionKeep = &cli.IntFlag{Name: "retention-min-snapshots", EnvVars: env("retention-min-snapshots"), DefaultText: "the table's",
+		Usage: "always keep the newest this many snapshots, for tables the --config file gives no retention (each table's history.expire.min-snapshots-to-keep when not given: 20 on tables the bridge creates)"}
 )
 
 // storageFlags are the flags of the commands that read the warehouse, and

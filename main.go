@@ -44,7 +44,7 @@ func main() {
    pg2iceberg status --source postgres://app@localhost/shop --publication shop_pub --warehouse ./warehouse`,
 		Flags: []cli.Flag{flagDebug},
 		Commands: []*cli.Command{
-			serveCommand(), repairCommand(), runCommand(), setupCommand(), backfillCommand(), statusCommand(),
+			serveCommand(), repairCommand(), runCommand(), setupCommand(), backfillCommand(), statusCommand(), maintainCommand(),
 			snapshotsCommand(), readCommand(), diffCommand(), tagCommand(), branchCommand(), rollbackCommand(),
 		},
 	}
@@ -125,6 +125,9 @@ func runConfig(c *cli.Context, rules *mapping.Overrides, log *slog.Logger) (brid
 	cfg.NoChangelog = c.Bool(flagNoChangelog.Name)
 	cfg.FlushRows, cfg.FlushBytes, cfg.FlushInterval = c.Int(flagFlushRows.Name), c.Int64(flagFlushBytes.Name), c.Duration(flagFlushInterval.Name)
 	cfg.SpoolDir = c.String(flagSpoolDir.Name)
+	if cfg.Retention, err = retentionFlags(c); err != nil {
+		return cfg, err
+	}
 	cfg.CopyWorkers = c.Int(flagCopyWorkers.Name)
 	cfg.MetricsAddr = c.String(flagMetricsAddr.Name)
 	if cfg.SkipCopy, err = oneOf(c, flagBackfill, "copy", "skip"); err != nil {

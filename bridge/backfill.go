@@ -13,8 +13,8 @@ import (
 // mirror's rows in one snapshot, while no bridge runs (pg2iceberg backfill):
 // it takes the lease, checks the slot exists and the table is current in
 // the catalog, copies it and saves its key index. It starts no goroutine
-// beyond the copy's workers. It always copies, and a stale table stops it
-// (SkipCopy and RecopyStale are run's). The sink gets only the source
+// beyond the copy's workers and the writer lease's. It always copies, and
+// a stale table stops it (SkipCopy and RecopyStale are run's). The sink gets only the source
 // identity: no batch limits (a copy commits on its own), no rules.
 func Backfill(ctx context.Context, cfg Config, table string) error {
 	cfg.SkipCopy, cfg.RecopyStale = false, false
@@ -32,6 +32,11 @@ func Backfill(ctx context.Context, cfg Config, table string) error {
 	if err := src.Lease(ctx); err != nil {
 		return fmt.Errorf("stop the running bridge before a backfill: %w", err)
 	}
+	release, err := b.holdWriterLease(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	info, err := replication.LookupSlot(ctx, src.Conn(), cfg.Slot)
 	if err != nil {
 		return fmt.Errorf("slot %s: %w: run the bridge once first", cfg.Slot, err)

@@ -7,6 +7,7 @@ import (
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
 	"github.com/pg2iceberg/pg2iceberg/mapping"
 	"github.com/pg2iceberg/pg2iceberg/replication"
+	"github.com/pg2iceberg/pg2iceberg/tiering"
 )
 
 // Config configures Run, Backfill and Status. The zero value of each
@@ -33,6 +34,9 @@ type Config struct {
 	FlushRows     int
 	FlushBytes    int64
 	FlushInterval time.Duration
+	// Retention is the snapshot retention of tables the configuration
+	// file gives none (zero: each table's history.expire.* properties).
+	Retention tiering.Retention
 	// SpoolDir holds large in-progress transactions ("": the system temp
 	// dir).
 	SpoolDir string

@@ -1,6 +1,7 @@
 // Package bridge owns the lifecycle of the commands that do the work: Run
 // (pg2iceberg run), Backfill (pg2iceberg backfill --table), Status
-// (pg2iceberg status) and ServeCatalog (pg2iceberg serve). main turns flags,
+// (pg2iceberg status), ServeCatalog (pg2iceberg serve) and Maintain
+// (pg2iceberg maintain). main turns flags,
 // environment and the configuration file into a Config and calls one of
 // them; bridge never sees the command line.
 //
@@ -25,8 +26,10 @@
 // concurrently: replication.Progress and iceberg.Stats (atomics) and the
 // copies' progress (a mutex-guarded map, a field of the run, not global).
 // The copy's workers are replication's (an errgroup inside each copy).
-// Backfill and Status start none of their own; ServeCatalog starts its
-// server's.
+// Run and Backfill also refresh the warehouse's writer lease on a
+// goroutine of its own (writerlease.go), stopped and joined before they
+// return. Backfill, Status and Maintain start no other; ServeCatalog
+// starts its server's.
 //
 // Invariants: the slot is acknowledged only up to what the sink committed
 // (the stream sends sink.Durable()); the lease is held for the whole run; a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
 	"github.com/pg2iceberg/pg2iceberg/replication"
+	"github.com/pg2iceberg/pg2iceberg/tiering"
 )
 
 // serveMetrics serves /metrics (Prometheus text format), /status (JSON) and
@@ -44,6 +45,10 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 			fmt.Fprintf(w, "pg2iceberg_table_needs_human{table=\"%s\"} 1\n", labelEscaper.Replace(a.Table))
 		}
 		fmt.Fprintf(w, "# HELP pg2iceberg_expire_failures_total Snapshot expiries (or deletes of expired files) that failed; each is tried again at the next expiry.\n# TYPE pg2iceberg_expire_failures_total counter\npg2iceberg_expire_failures_total %d\n", st.ExpireFailures.Load())
+		fmt.Fprintf(w, "# HELP pg2iceberg_snapshots_expired_total Snapshots removed by expiry after commits.\n# TYPE pg2iceberg_snapshots_expired_total counter\npg2iceberg_snapshots_expired_total %d\n", st.SnapshotsExpired.Load())
+		fmt.Fprintf(w, "# HELP pg2iceberg_manifest_rewrites_total Manifest rewrites committed after commits (a table past %d data manifests).\n# TYPE pg2iceberg_manifest_rewrites_total counter\npg2iceberg_manifest_rewrites_total %d\n", tiering.MaxManifests, st.ManifestRewrites.Load())
+		fmt.Fprintf(w, "# HELP pg2iceberg_orphans_removed_total Orphan files removed (unreferenced, older than 3 days; a daily cleanup per table).\n# TYPE pg2iceberg_orphans_removed_total counter\npg2iceberg_orphans_removed_total %d\n", st.OrphansRemoved.Load())
+		fmt.Fprintf(w, "# HELP pg2iceberg_orphan_bytes_removed_total Bytes of the orphan files removed.\n# TYPE pg2iceberg_orphan_bytes_removed_total counter\npg2iceberg_orphan_bytes_removed_total %d\n", st.OrphanBytes.Load())
 		removed, kept := st.AbandonedFiles()
 		fmt.Fprintf(w, "# HELP pg2iceberg_abandoned_files_total Files written and abandoned before any commit named them (aborted writers, discarded speculation), by whether they were deleted.\n# TYPE pg2iceberg_abandoned_files_total counter\npg2iceberg_abandoned_files_total{result=\"removed\"} %d\npg2iceberg_abandoned_files_total{result=\"kept\"} %d\n", removed, kept)
 		fmt.Fprintf(w, "# HELP pg2iceberg_table_watermark_lsn LSN watermark of each Iceberg table.\n# TYPE pg2iceberg_table_watermark_lsn gauge\n")

@@ -76,6 +76,11 @@ func (b *bridge) run(ctx context.Context) error {
 	if err := src.Lease(ctx); err != nil {
 		return err
 	}
+	release, err := b.holdWriterLease(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	_, noSlot := replication.LookupSlot(ctx, src.Conn(), b.cfg.Slot)
 	rels, held, err := replication.PreflightStart(ctx, src.Conn(), b.cfg.Publication, b.cfg.Rules, noSlot == nil, b.log)
 	if err != nil {
@@ -109,6 +114,7 @@ func (b *bridge) run(ctx context.Context) error {
 		FlushInterval: b.cfg.FlushInterval,
 		Columns:       src,
 		Rules:         b.cfg.Rules,
+		Retention:     b.cfg.Retention,
 	}, b.log)
 	if err := b.openTables(ctx, rels, rels); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/tiering"
 )
 
 // PropSourceOID is the table property naming the source table a mirror or
@@ -43,6 +44,8 @@ func (s *Sink) openOwn(ctx context.Context, ident table.Identifier, rel *decode.
 	if err != nil {
 		return nil, err
 	}
+	r := s.cfg.Rules.Policies(rel.QualifiedName()).Retention
+	t.upkeep.Retention = tiering.Retention{MaxSnapshotAge: r.MaxSnapshotAge, MinSnapshots: r.MinSnapshots}.Or(s.cfg.Retention)
 	if t.tbl.Properties()[PropSourceOID] != oid {
 		if err := t.setProperties(ctx, "record the source table of", icego.Properties{PropSourceOID: oid}); err != nil {
 			return nil, err

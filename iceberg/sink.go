@@ -13,7 +13,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/evolution"
+	"github.com/pg2iceberg/pg2iceberg/iceberg/keyindex"
 	"github.com/pg2iceberg/pg2iceberg/mapping"
+	"github.com/pg2iceberg/pg2iceberg/tiering"
 )
 
 // SourceID identifies the stream a table is written from.
@@ -43,6 +45,9 @@ type Config struct {
 	// Rules is the configuration file (may be nil): its table policies
 	// decide incompatible type changes and dropped tables.
 	Rules *mapping.Overrides
+	// Retention is the snapshot retention of tables without one of their
+	// own in Rules (its zero value: each table's properties decide).
+	Retention tiering.Retention
 }
 
 // ColumnDescriber looks up a column of a source table in the source's
@@ -152,6 +157,7 @@ func (s *Sink) openTable(ctx context.Context, ident table.Identifier, sc *icego.
 		return nil, err
 	}
 	t.log, t.stats = s.log, &s.stats
+	t.upkeep.Keep = []string{keyindex.FileName}
 	return t, nil
 }
 

@@ -17,6 +17,12 @@ type Stats struct {
 	// ExpireFailures counts snapshot expiries (or their file deletes) that
 	// failed; each is retried at the next expiry.
 	ExpireFailures atomic.Int64
+	// Maintenance after commits (tiering.Schedule): snapshots expired,
+	// manifest rewrites committed, orphan files removed and their bytes.
+	SnapshotsExpired atomic.Int64
+	ManifestRewrites atomic.Int64
+	OrphansRemoved   atomic.Int64
+	OrphanBytes      atomic.Int64
 	// tables holds the []TableStatus of the last flush.
 	tables atomic.Pointer[[]TableStatus]
 }

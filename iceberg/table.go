@@ -45,7 +45,7 @@ type icebergTable struct {
 	fs        icebergio.WriteFileIO
 	watermark decode.LSN       // end LSN of the last source transaction committed
 	committed time.Time        // when the bridge last committed to it
-	upkeep    tiering.Schedule // snapshot expiry after commits
+	upkeep    tiering.Schedule // maintenance after commits
 	// bindErr is a source column whose type the schema cannot hold (see
 	// lenientBind): writing a row is an error until the schema evolves.
 	bindErr error
@@ -63,21 +63,34 @@ type icebergTable struct {
 // maybeExpire runs the table's maintenance when due, after a commit (see
 // tiering.Schedule). A failure is logged and counted, not returned: the
 // data commit stands and the next expiry tries again.
-func (t *icebergTable) maybeExpire(ctx context.Context) error {
-	u := t.upkeep.AfterCommit(ctx, t.tbl)
+func (t *icebergTable) maybeExpire(ctx context.Context, cat catalog.Catalog) error {
+	u := t.upkeep.AfterCommit(ctx, cat, t.tbl)
 	if u == nil {
 		return nil
 	}
 	for _, err := range u.Failures {
 		t.expireFailed(err)
 	}
-	if u.Table == nil {
-		return nil
-	}
+	t.countUpkeep(u)
 	if u.GaveUp > 0 && t.log != nil {
 		t.log.Warn("giving up deleting files of expired snapshots; orphan file cleanup can remove them", "table", t.name(), "expiries", u.GaveUp)
 	}
 	return t.committedTo(u.Table)
+}
+
+// countUpkeep counts what the table's maintenance did.
+func (t *icebergTable) countUpkeep(u *tiering.Upkeep) {
+	if t.stats == nil {
+		return
+	}
+	t.stats.SnapshotsExpired.Add(int64(u.Expired))
+	if u.Manifests != nil && u.Manifests.Rewritten {
+		t.stats.ManifestRewrites.Add(1)
+	}
+	if u.Orphans != nil {
+		t.stats.OrphansRemoved.Add(int64(u.Orphans.Removed))
+		t.stats.OrphanBytes.Add(u.Orphans.RemovedBytes)
+	}
 }
 
 // expireFailed logs and counts an expiry failure (nil: none).
@@ -274,7 +287,7 @@ func (t *icebergTable) commitFiles(ctx context.Context, cat catalog.Catalog, dat
 				if err := t.committedTo(tbl); err != nil {
 					return err
 				}
-				return t.maybeExpire(ctx)
+				return t.maybeExpire(ctx, cat)
 			}
 		}
 		lastErr = err

@@ -74,8 +74,10 @@ func ReadConfig(path string) (*Overrides, error) {
 var (
 	topKeys   = []string{"rules", "tables"}
 	ruleKeys  = []string{"type", "column", "to", "lossy", "zone", "added_later"}
-	tableKeys = []string{"table", "type_change", "drop_table", "added_later"}
-	boolKeys  = []string{"added_later"}
+	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention"}
+	// retentionKeys are a tables entry's retention block's.
+	retentionKeys = []string{"max_snapshot_age", "min_snapshots"}
+	boolKeys      = []string{"added_later"}
 )
 
 // decodeConfig parses the file's YAML and checks its shape (which keys,
@@ -153,6 +155,10 @@ func checkKeys(e *ConfigError, m *yaml.Node, where string, allowed []string, sca
 		}
 		seen[key.Value] = key.Line
 		if !scalars {
+			continue
+		}
+		if key.Value == "retention" && val.Kind == yaml.MappingNode {
+			checkKeys(e, val, where+": retention", retentionKeys, true)
 			continue
 		}
 		if val.Kind != yaml.ScalarNode {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Every problem of a configuration file is named in the file's terms
@@ -19,7 +20,7 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown rule key", "rules:\n  - type: numeric\n    to: string\n  - colum: a.b.c\n    to: exclude\n",
 			`configuration:4: rule 2: unknown key "colum" (the keys are type, column, to, lossy, zone, added_later)`},
 		{"unknown table key", "tables:\n  - table: a.b\n    typechange: fail\n",
-			`configuration:3: tables entry 1: unknown key "typechange" (the keys are table, type_change, drop_table, added_later)`},
+			`configuration:3: tables entry 1: unknown key "typechange" (the keys are table, type_change, drop_table, added_later, retention)`},
 		{"every problem at once", "rules:\n  - type: numeric\n    to: strin\n  - colum: a.b.c\n    to: exclude\n",
 			"configuration:4: rule 2: unknown key \"colum\" (the keys are type, column, to, lossy, zone, added_later)"},
 		{"indentation, further down", "rules:\n  - type: numeric\n    to: string\n  - column: a.b.c\n  to: exclude\n",
@@ -75,5 +76,29 @@ func TestReadConfig(t *testing.T) {
 	}
 	if _, err := ReadConfig(path); err == nil || err.Error() != path+": the file is empty: a configuration has rules: or tables: (see docs/configuration.md#the-configuration-file)" {
 		t.Errorf("ReadConfig(empty) error = %v", err)
+	}
+}
+
+// A retention block is read per table, a table's own fields win over the
+// * entry's, and a bad key or a negative value is named.
+func TestConfigRetention(t *testing.T) {
+	o, err := ParseOverrides([]byte("tables:\n  - table: \"*\"\n    retention: {max_snapshot_age: 24h, min_snapshots: 50}\n  - table: s.t\n    retention:\n      min_snapshots: 5\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.Policies("s.t").Retention; got != (Retention{MaxSnapshotAge: 24 * time.Hour, MinSnapshots: 5}) {
+		t.Errorf("s.t retention = %+v, want 24h and 5", got)
+	}
+	if got := o.Policies("s.u").Retention; got != (Retention{MaxSnapshotAge: 24 * time.Hour, MinSnapshots: 50}) {
+		t.Errorf("s.u retention = %+v, want the * entry's", got)
+	}
+	for in, want := range map[string]string{
+		"tables:\n  - table: s.t\n    retention: {keep: 3}\n":              `unknown key "keep"`,
+		"tables:\n  - table: s.t\n    retention: {min_snapshots: -1}\n":    "min_snapshots -1 is negative",
+		"tables:\n  - table: s.t\n    retention: {max_snapshot_age: 1x}\n": "1x",
+	} {
+		if _, err := ParseOverrides([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseOverrides(%q) = %v, want an error naming %q", in, err, want)
+		}
 	}
 }

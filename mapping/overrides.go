@@ -63,8 +63,20 @@ type TablePolicies struct {
 	DropTable string `yaml:"drop_table"`
 	// AddedLater says the table is not in the publication yet.
 	AddedLater bool `yaml:"added_later"`
+	// Retention is how long the table's snapshots are kept (a field not
+	// given: the * entry's, else the run flags', else the table's
+	// history.expire.* properties).
+	Retention Retention `yaml:"retention"`
 	// Line is the entry's line in the file.
 	Line int `yaml:"-"`
+}
+
+// Retention is a tables entry's retention block.
+type Retention struct {
+	// MaxSnapshotAge: snapshots older than this expire, e.g. 24h.
+	MaxSnapshotAge time.Duration `yaml:"max_snapshot_age"`
+	// MinSnapshots: the newest this many are kept whatever their age.
+	MinSnapshots int `yaml:"min_snapshots"`
 }
 
 // Policies returns the policies for table (schema.table): its own entry,
@@ -76,11 +88,16 @@ func (o *Overrides) Policies(table string) TablePolicies {
 	}
 	var star *TablePolicies
 	for i := range o.Tables {
-		if o.Tables[i].Table == table {
-			return withDefaults(o.Tables[i], def)
-		}
 		if o.Tables[i].Table == "*" && star == nil {
 			star = &o.Tables[i]
+		}
+	}
+	if star != nil {
+		def.Retention = star.Retention
+	}
+	for i := range o.Tables {
+		if o.Tables[i].Table == table {
+			return withDefaults(o.Tables[i], def)
 		}
 	}
 	if star != nil {
@@ -95,6 +112,12 @@ func withDefaults(p, def TablePolicies) TablePolicies {
 	}
 	if p.DropTable == "" {
 		p.DropTable = def.DropTable
+	}
+	if p.Retention.MaxSnapshotAge == 0 {
+		p.Retention.MaxSnapshotAge = def.Retention.MaxSnapshotAge
+	}
+	if p.Retention.MinSnapshots == 0 {
+		p.Retention.MinSnapshots = def.Retention.MinSnapshots
 	}
 	return p
 }
@@ -157,6 +180,12 @@ func parseConfig(name string, data []byte) (*Overrides, error) {
 		case "", "keep", "drop":
 		default:
 			e.Add(line, "%s: drop_table is %q; use keep or drop", where, p.DropTable)
+		}
+		if p.Retention.MaxSnapshotAge < 0 {
+			e.Add(line, "%s: retention: max_snapshot_age %s is negative; give a duration such as 24h", where, p.Retention.MaxSnapshotAge)
+		}
+		if p.Retention.MinSnapshots < 0 {
+			e.Add(line, "%s: retention: min_snapshots %d is negative; give 1 or more", where, p.Retention.MinSnapshots)
 		}
 	}
 	if err := e.Err(); err != nil {

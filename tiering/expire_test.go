@@ -23,6 +23,13 @@ import (
 // retention of 1 ms and keep snapshots at least.
 func newTable(t *testing.T, dir, keep string) *table.Table {
 	t.Helper()
+	_, tbl := newTableCat(t, dir, keep)
+	return tbl
+}
+
+// newTableCat is newTable with its catalog.
+func newTableCat(t *testing.T, dir, keep string) (catalog.Catalog, *table.Table) {
+	t.Helper()
 	ctx := context.Background()
 	cat, err := iceberg.OpenCatalog(ctx, iceberg.CatalogConfig{Warehouse: filepath.Join(dir, "wh")})
 	if err != nil {
@@ -40,7 +47,7 @@ func newTable(t *testing.T, dir, keep string) *table.Table {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tbl
+	return cat, tbl
 }
 
 // ids is a one-column Arrow table of the ids.
@@ -75,7 +82,7 @@ func TestExpireSnapshots(t *testing.T) {
 	if n := len(tbl.Metadata().Snapshots()); n != 8 {
 		t.Fatalf("%d snapshots before expiry, want 8", n)
 	}
-	out, left, err := tiering.ExpireSnapshots(ctx, tbl)
+	out, left, err := tiering.ExpireSnapshots(ctx, tbl, tiering.Retention{})
 	if err != nil || left != nil {
 		t.Fatalf("expire: %v, left %v", err, left)
 	}
@@ -85,6 +92,14 @@ func TestExpireSnapshots(t *testing.T) {
 	if out.CurrentSnapshot().SnapshotID != tbl.CurrentSnapshot().SnapshotID {
 		t.Fatalf("current snapshot changed")
 	}
+	// Appends share their manifests and data files with the newer
+	// snapshots: only the five expired manifest lists go.
+	for i, s := range tbl.Metadata().Snapshots() {
+		_, err := os.Stat(strings.TrimPrefix(s.ManifestList, "file://"))
+		if expired := i < 5; expired != os.IsNotExist(err) {
+			t.Errorf("snapshot %d (expired %v): manifest list %s: stat %v", i, expired, s.ManifestList, err)
+		}
+	}
 	got, err := out.Scan().ToArrowTable(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +107,7 @@ func TestExpireSnapshots(t *testing.T) {
 	if got.NumRows() != 8 {
 		t.Fatalf("table reads %d rows after expiry, want 8", got.NumRows())
 	}
-	again, left, err := tiering.ExpireSnapshots(ctx, out)
+	again, left, err := tiering.ExpireSnapshots(ctx, out, tiering.Retention{})
 	if err != nil || left != nil {
 		t.Fatalf("expire again: %v, left %v", err, left)
 	}
@@ -130,7 +145,7 @@ func TestExpireCleanupRetried(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(stuck, "keep"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, left, err := tiering.ExpireSnapshots(ctx, tbl)
+	out, left, err := tiering.ExpireSnapshots(ctx, tbl, tiering.Retention{})
 	if err != nil {
 		t.Fatalf("expire: %v", err)
 	}
@@ -164,10 +179,10 @@ func TestExpireCleanupRetried(t *testing.T) {
 // ExpireEvery, whatever the table has grown to meanwhile.
 func TestScheduleAfterCommit(t *testing.T) {
 	ctx := context.Background()
-	tbl := newTable(t, t.TempDir(), "2")
+	cat, tbl := newTableCat(t, t.TempDir(), "2")
 	tbl = appendSnapshots(t, tbl, 5)
 	var s tiering.Schedule
-	u := s.AfterCommit(ctx, tbl)
+	u := s.AfterCommit(ctx, cat, tbl)
 	if u == nil || u.Table == nil || len(u.Failures) != 0 || u.GaveUp != 0 {
 		t.Fatalf("first AfterCommit = %+v, want an expiry without failures", u)
 	}
@@ -178,7 +193,7 @@ func TestScheduleAfterCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := s.AfterCommit(ctx, tbl); u != nil {
+	if u := s.AfterCommit(ctx, cat, tbl); u != nil {
 		t.Errorf("AfterCommit right after an expiry = %+v, want nil (not due for %s)", u, tiering.ExpireEvery)
 	}
 }
