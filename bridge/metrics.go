@@ -3,11 +3,13 @@ package bridge
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/pg2iceberg/pg2iceberg/iceberg"
 	"github.com/pg2iceberg/pg2iceberg/replication"
 )
 
@@ -48,6 +50,7 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 		for _, t := range st.Tables() {
 			fmt.Fprintf(w, "pg2iceberg_table_watermark_lsn{table=%q} %d\n", t.Table, uint64(t.Watermark))
 		}
+		compactionMetrics(w, st)
 		fmt.Fprintf(w, "# HELP pg2iceberg_backfill_rows Rows copied by each table's backfill, and its estimated total.\n# TYPE pg2iceberg_backfill_rows gauge\n")
 		for table, v := range copies.snapshot() {
 			fmt.Fprintf(w, "pg2iceberg_backfill_rows{table=%q} %d\npg2iceberg_backfill_rows_estimated{table=%q} %d\n", table, v[0], table, v[1])
@@ -58,6 +61,11 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 			Table      string `json:"table"`
 			Watermark  string `json:"watermark_lsn"`
 			LastCommit string `json:"last_commit,omitempty"`
+			// The current snapshot's files, and the bridge's last
+			// compaction of the table since it started.
+			LiveData       int    `json:"live_data_files"`
+			LiveDeletes    int    `json:"live_delete_files"`
+			LastCompaction string `json:"last_compaction,omitempty"`
 		}
 		out := struct {
 			Received string                      `json:"received_lsn"`
@@ -77,9 +85,12 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 			out.Backfill[table] = map[string]int64{"rows": v[0], "estimated_rows": v[1]}
 		}
 		for _, t := range st.Tables() {
-			tb := table{Table: t.Table, Watermark: t.Watermark.String()}
+			tb := table{Table: t.Table, Watermark: t.Watermark.String(), LiveData: t.LiveDataFiles, LiveDeletes: t.LiveDeleteFiles}
 			if !t.Committed.IsZero() {
 				tb.LastCommit = t.Committed.UTC().Format(time.RFC3339)
+			}
+			if !t.LastCompaction.IsZero() {
+				tb.LastCompaction = t.LastCompaction.UTC().Format(time.RFC3339)
 			}
 			out.Tables = append(out.Tables, tb)
 		}
@@ -98,3 +109,22 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 // labelEscaper escapes a Prometheus label value (a table name may hold a
 // quote or a backslash).
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+// compactionMetrics writes the compaction counters and each table's live
+// files and last compaction.
+func compactionMetrics(w io.Writer, st *iceberg.Stats) {
+	fmt.Fprintf(w, "# HELP pg2iceberg_compactions_total Mirror compactions installed.\n# TYPE pg2iceberg_compactions_total counter\npg2iceberg_compactions_total %d\n", st.Compactions.Load())
+	fmt.Fprintf(w, "# HELP pg2iceberg_compaction_failures_total Mirror compactions that failed or could not be installed; a later one tries again.\n# TYPE pg2iceberg_compaction_failures_total counter\npg2iceberg_compaction_failures_total %d\n", st.CompactionFailures.Load())
+	fmt.Fprintf(w, "# HELP pg2iceberg_compaction_rewritten_bytes_total Bytes of data files compactions rewrote.\n# TYPE pg2iceberg_compaction_rewritten_bytes_total counter\npg2iceberg_compaction_rewritten_bytes_total %d\n", st.BytesRewritten.Load())
+	tables := st.Tables()
+	fmt.Fprintf(w, "# HELP pg2iceberg_table_live_files Live files of each Iceberg table's current snapshot, by content.\n# TYPE pg2iceberg_table_live_files gauge\n")
+	for _, t := range tables {
+		fmt.Fprintf(w, "pg2iceberg_table_live_files{table=%q,content=\"data\"} %d\npg2iceberg_table_live_files{table=%q,content=\"deletes\"} %d\n", t.Table, t.LiveDataFiles, t.Table, t.LiveDeleteFiles)
+	}
+	fmt.Fprintf(w, "# HELP pg2iceberg_table_last_compaction_timestamp_seconds When the bridge last installed a compaction of each table (tables it compacted since it started).\n# TYPE pg2iceberg_table_last_compaction_timestamp_seconds gauge\n")
+	for _, t := range tables {
+		if !t.LastCompaction.IsZero() {
+			fmt.Fprintf(w, "pg2iceberg_table_last_compaction_timestamp_seconds{table=%q} %d\n", t.Table, t.LastCompaction.Unix())
+		}
+	}
+}

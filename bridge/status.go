@@ -126,6 +126,11 @@ func icebergTableStatus(ctx context.Context, cat catalog.Catalog, ident table.Id
 	default:
 		line += "  copy not finished (the next run copies the table)"
 	}
+	data, deletes, compacted := iceberg.LiveFiles(tbl)
+	line += fmt.Sprintf("  live files %d data + %d delete", data, deletes)
+	if !compacted.IsZero() {
+		line += ", last compaction " + compacted.UTC().Format(time.RFC3339)
+	}
 	if confirmed != 0 { // the slot exists
 		line += staleNote(ctx, tbl, confirmed)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -320,12 +319,7 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 		data = append(data, df)
 	}
 	if len(m.deletes) > 0 {
-		slices.SortFunc(m.deletes, func(a, b posDelete) int {
-			if c := strings.Compare(a.path, b.path); c != 0 {
-				return c
-			}
-			return int(a.pos - b.pos)
-		})
+		sortDeletes(m.deletes)
 		df, err := writePositionDeletes(ctx, m.fs, dataPath(m.tbl, ""), m.tbl.Spec(), m.deletes)
 		if err != nil {
 			return err
@@ -339,6 +333,7 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 	if err := m.commitFiles(ctx, s.cat, data, dels, m.truncated, m.lastEnd, s.cfg.Source.String(), m.summary); err != nil {
 		return err
 	}
+	m.noteFlush(dels, m.truncated)
 	m.pending, m.closed, m.deletes, m.changes, m.summary, m.truncated = nil, nil, m.deletes[:0], 0, nil, false
 	return nil
 }

@@ -539,6 +539,7 @@ func (s *Sink) Flush(ctx context.Context) error {
 		}
 	}
 	s.pending, s.flushStart, s.durable = 0, time.Time{}, s.lastEnd
+	s.afterFlush(ctx)
 	s.stats.Changes.Add(int64(rows))
 	s.stats.Flushes.Add(1)
 	s.publishStatus()
@@ -557,6 +558,7 @@ func (s *Sink) SaveIndexes() error {
 	if s.txOpen || s.pending > 0 {
 		return errors.New("save key indexes with changes pending")
 	}
+	s.stopCompactions()
 	var errs []error
 	for _, st := range s.tables {
 		if st.mirror != nil {

@@ -15,6 +15,10 @@ type Stats struct {
 	// ExpireFailures counts snapshot expiries (or their file deletes) that
 	// failed; each is retried at the next expiry.
 	ExpireFailures atomic.Int64
+	// Compactions counts mirror compactions installed, CompactionFailures
+	// those that failed (each retried by a later one), BytesRewritten the
+	// bytes of the data files they rewrote.
+	Compactions, CompactionFailures, BytesRewritten atomic.Int64
 	// tables holds the []TableStatus of the last flush.
 	tables atomic.Pointer[[]TableStatus]
 }
@@ -52,6 +56,11 @@ type TableStatus struct {
 	Table     string
 	Watermark decode.LSN
 	Committed time.Time
+	// LiveDataFiles and LiveDeleteFiles are the current snapshot's files;
+	// LastCompaction is when the bridge last installed a compaction of
+	// the table (zero: not since it started).
+	LiveDataFiles, LiveDeleteFiles int
+	LastCompaction                 time.Time
 }
 
 // Status lists every Iceberg table's watermark.
@@ -60,7 +69,12 @@ func (s *Sink) Status() []TableStatus {
 	for _, st := range s.tables {
 		for _, t := range []*icebergTable{mirrorTable(st.mirror), changelogTable(st.changelog)} {
 			if t != nil {
-				out = append(out, TableStatus{Table: t.name(), Watermark: t.watermark, Committed: t.committed})
+				data, dels, _, _ := liveCounts(t.tbl)
+				ts := TableStatus{Table: t.name(), Watermark: t.watermark, Committed: t.committed, LiveDataFiles: data, LiveDeleteFiles: dels}
+				if st.mirror != nil && t == st.mirror.icebergTable {
+					ts.LastCompaction = st.mirror.compact.last
+				}
+				out = append(out, ts)
 			}
 		}
 	}

@@ -53,6 +53,9 @@ type icebergTable struct {
 	// the commit that triggered them.
 	log   *slog.Logger
 	stats *Stats
+	// compact is the table's compaction in flight and its bookkeeping
+	// (see compact_install.go).
+	compact compactState
 }
 
 // maybeExpire runs the table's maintenance when due, after a commit (see

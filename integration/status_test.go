@@ -62,7 +62,7 @@ func TestStatusAfterCopy(t *testing.T) {
 	t.Logf("status:\n%s", out)
 	for _, re := range []string{
 		`(?m)^slot pg2iceberg_st_pub: confirmed_flush_lsn ` + copied.String() + `, `,
-		`(?m)^public\.shapes +watermark ` + copied.String() + ` +last commit \S+ +copied at ` + copied.String() + `$`,
+		`(?m)^public\.shapes +watermark ` + copied.String() + ` +last commit \S+ +copied at ` + copied.String() + `  live files 1 data \+ 0 delete$`,
 		`(?m)^public\.shapes__changelog +no change recorded yet$`,
 		`(?m)^public\.notes +no mirror: the table has no primary key or replica identity$`,
 		`(?m)^public\.notes__changelog +no change recorded yet$`,
@@ -89,7 +89,7 @@ func TestStatusAfterCopy(t *testing.T) {
 		t.Fatalf("status: %v\n%s", err, out)
 	}
 	t.Logf("status after a change:\n%s", out)
-	if !regexp.MustCompile(`(?m)^public\.shapes__changelog +watermark 0/[0-9A-F]+ +last commit \S+$`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^public\.shapes__changelog +watermark 0/[0-9A-F]+ +last commit \S+  live files 1 data \+ 0 delete$`).MatchString(out) {
 		t.Errorf("status after a change does not show the changelog's watermark")
 	}
 	if after <= copied {

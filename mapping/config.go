@@ -74,8 +74,10 @@ func ReadConfig(path string) (*Overrides, error) {
 var (
 	topKeys   = []string{"rules", "tables"}
 	ruleKeys  = []string{"type", "column", "to", "lossy", "zone", "added_later"}
-	tableKeys = []string{"table", "type_change", "drop_table", "added_later"}
-	boolKeys  = []string{"added_later"}
+	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "compaction"}
+	boolKeys  = []string{"added_later", "enabled"}
+	// compactionKeys are those of a tables entry's compaction map.
+	compactionKeys = []string{"enabled", "min_input_files", "max_live_files", "max_delete_files", "delete_ratio", "target_file_size_bytes"}
 )
 
 // decodeConfig parses the file's YAML and checks its shape (which keys,
@@ -153,6 +155,10 @@ func checkKeys(e *ConfigError, m *yaml.Node, where string, allowed []string, sca
 		}
 		seen[key.Value] = key.Line
 		if !scalars {
+			continue
+		}
+		if key.Value == "compaction" && val.Kind == yaml.MappingNode {
+			checkKeys(e, val, where+": compaction", compactionKeys, true)
 			continue
 		}
 		if val.Kind != yaml.ScalarNode {

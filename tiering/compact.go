@@ -86,6 +86,30 @@ func CompactConfigOf(props icego.Properties) CompactConfig {
 	return c
 }
 
+// With returns c with the overrides that are set (zero values are not).
+func (c CompactConfig) With(enabled *bool, minInput, maxLive, maxDeletes int, deleteRatio float64, targetBytes int64) CompactConfig {
+	if enabled != nil {
+		c.Enabled = *enabled
+	}
+	if minInput >= 2 {
+		c.MinInputFiles = minInput
+	}
+	if maxLive >= 2 {
+		c.MaxLiveFiles = maxLive
+	}
+	if maxDeletes > 0 {
+		c.MaxDeleteFiles = maxDeletes
+	}
+	if deleteRatio > 0 && deleteRatio <= 1 {
+		c.DeleteRatio = deleteRatio
+	}
+	if targetBytes > 0 {
+		c.TargetBytes = targetBytes
+		c.MaxRewriteBytes = max(c.MaxRewriteBytes, targetBytes)
+	}
+	return c
+}
+
 // FileStat is one live data file as the policy sees it.
 type FileStat struct {
 	Path    string
@@ -108,9 +132,10 @@ func (p CompactPlan) Due() bool { return len(p.Data) > 0 || p.Deletes }
 // PlanCompaction chooses what to rewrite among a table's live data files
 // and deleteFiles position delete files:
 //   - the small files (under 3/4 of TargetBytes) and the files with more
-//     than DeleteRatio of their rows deleted, when there are at least
-//     MinInputFiles of them, or any file is entirely deleted, or the live
-//     file count exceeds MaxLiveFiles;
+//     than DeleteRatio of their rows deleted, when they and the delete
+//     files (which every rewrite merges) are at least MinInputFiles, or
+//     any file is entirely deleted, or the live file count exceeds
+//     MaxLiveFiles;
 //   - otherwise, only the delete files when there are more than
 //     MaxDeleteFiles of them.
 //
@@ -138,7 +163,7 @@ func PlanCompaction(c CompactConfig, files []FileStat, deleteFiles int) CompactP
 	slices.SortStableFunc(cands, func(a, b FileStat) int { return cmp.Compare(a.Seq, b.Seq) })
 	var plan CompactPlan
 	over := len(files)+deleteFiles > c.MaxLiveFiles
-	if len(cands) >= c.MinInputFiles || dead || (over && len(cands) > 0) || anyHeavy(c, cands) {
+	if len(cands)+deleteFiles >= c.MinInputFiles || dead || (over && len(cands) > 0) || anyHeavy(c, cands) {
 		var total int64
 		for _, f := range cands {
 			if total > 0 && total+f.Bytes > c.MaxRewriteBytes {

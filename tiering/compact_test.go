@@ -28,6 +28,7 @@ func TestPlanCompaction(t *testing.T) {
 		wantDeletes bool
 	}{
 		{"few small files", DefaultCompact, files(15, mib, 100, 0), 0, 0, false},
+		{"small files and delete files", DefaultCompact, files(8, mib, 100, 1), 8, 8, true},
 		{"enough small files", DefaultCompact, files(16, mib, 100, 0), 3, 16, true},
 		{"big files, no deletes", DefaultCompact, files(30, big, 100, 0), 0, 0, false},
 		{"big files over the live count", DefaultCompact, files(40, big, 100, 0), 0, 0, false},
