@@ -11,18 +11,22 @@
 //   - expire.go: snapshot expiry, applying the retention;
 //   - cleanup.go: deleting the files only expired snapshots referenced,
 //     and retrying what could not be deleted;
-//   - schedule.go: when each of these runs for a table.
+//   - schedule.go: when each of these runs for a table;
+//   - compact.go: the compaction policy, PlanCompaction: which of a
+//     table's live files a compaction rewrites (small files, files with
+//     many rows deleted, too many live files, too many delete files), and
+//     its tuning by table property (CompactConfigOf). It is pure: package
+//     iceberg reads the files and deletes, rewrites them off the stream and
+//     installs the result between flushes, moving the key index
+//     (iceberg/compact.go, compact_install.go).
 //
-// Not built yet, and where it goes: compaction (rewriting a mirror's
-// small data files and their position deletes into fewer files) in
-// compact.go; orphan-file cleanup (files no snapshot references: a
+// Not built yet, and where it goes: orphan-file cleanup (files no snapshot references: a
 // commit that failed or was killed, expiry cleanups given up on) in
 // orphans.go; a retention other than snapshot age and count (by a
 // table's changelog days, say) in retention.go. Each runs from Schedule,
-// on the goroutine that commits the table. Compaction rewrites the files
-// the mirror's key index points into (iceberg/keyindex), so it must commit
-// through the mirror or make it rebuild its index; and an orphan is only
-// a file older than any commit still in flight.
+// on the goroutine that commits the table. An orphan is only a file older
+// than any commit still in flight, and a compaction job's new files are
+// in flight until it is installed or dropped.
 //
 // Goroutines: none; Schedule runs on its caller's goroutine, between
 // commits of its table.
@@ -34,4 +38,6 @@
 //   - Maintenance never fails a data commit: its errors are returned for
 //     the caller to log and count, and the next run tries again.
 //   - A table with gc.enabled=false is never expired.
+//   - PlanCompaction never plans a rewrite that changes nothing (one file
+//     with no deletes), and reads no more than MaxRewriteBytes a job.
 package tiering
