@@ -273,11 +273,16 @@ func (t *icebergTable) commitRewrite(ctx context.Context, s *Sink, j *compactJob
 		rw.AddDeleteFile(later)
 	}
 	crashPoint("compact-install")
-	err := rw.Commit(ctx)
-	var tbl *table.Table
-	if err == nil {
-		tbl, err = txn.Commit(ctx)
+	if err := rw.Commit(ctx); err != nil {
+		// Refused before any catalog commit (a file no longer live, say):
+		// nothing can name the files.
+		r.discard(t.fs)
+		if later != nil {
+			removeFile(t.fs, later.FilePath())
+		}
+		return err
 	}
+	tbl, err := txn.Commit(ctx)
 	if err != nil {
 		// The files stay: an unknown outcome may have committed them.
 		reloaded, lerr := s.cat.LoadTable(ctx, t.ident)

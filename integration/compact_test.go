@@ -2,7 +2,10 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,9 +45,10 @@ const compactSource = `CREATE TABLE items (id int PRIMARY KEY, n int, v text, bi
 
 const compactCols = "id::text AS id, n::text AS n, v, big"
 
-// randomChanges runs random updates (6 in 10), inserts and deletes of one
-// row each on items until stop is called; changes is then the number of
-// rows they changed.
+// randomChanges runs random updates (6 in 10, of the first 600 ids, where
+// the big values are), inserts (3 in 10) and deletes of at most one row
+// each on items until stop is called; changes is then the number of rows
+// they changed.
 func randomChanges(t *testing.T, pg *harness.Postgres) (stop func() (changes int64)) {
 	t.Helper()
 	next, changes := 100000, int64(0)
@@ -53,12 +57,12 @@ func randomChanges(t *testing.T, pg *harness.Postgres) (stop func() (changes int
 		var n int64
 		switch r := rand.IntN(10); {
 		case r < 6:
-			n, err = execN(ctx, c, `UPDATE items SET n = n + 1, v = 'u' || $1::int WHERE id = (SELECT id FROM items OFFSET floor(random() * 100) LIMIT 1)`, i)
-		case r < 8:
+			n, err = execN(ctx, c, `UPDATE items SET n = n + 1, v = 'u' || $1::int WHERE id = 1 + floor(random() * 600)::int`, i)
+		case r < 9:
 			n, err = execN(ctx, c, `INSERT INTO items VALUES ($1::int, $1::int, 'i' || $1::int)`, next)
 			next++
 		default:
-			n, err = execN(ctx, c, `DELETE FROM items WHERE id = (SELECT id FROM items OFFSET floor(random() * 100) LIMIT 1)`)
+			n, err = execN(ctx, c, `DELETE FROM items WHERE id = 1 + floor(random() * 2000)::int`)
 		}
 		changes += n
 		return err
@@ -95,9 +99,13 @@ func TestCompactionBoundsLiveFiles(t *testing.T) {
 	pg, conn := startSource(t, compactSource)
 	tg := localTarget(t)
 	run := runArgs(pg, "compact_pub", tg, "--flush-interval", "1s")
-	b := startBridge(t, nil, run...)
+	addr := freeAddr(t)
+	b := startBridge(t, nil, append(run, "--metrics-addr", addr)...)
 	waitSlot(t, conn, "pg2iceberg_compact_pub", b)
 	waitCaughtUp(t, conn, "pg2iceberg_compact_pub", b)
+	// Spark starts while the load runs; the end reads the mirror with it.
+	uri, token := serveCatalog(t, tg)
+	spark := startSpark(t, uri, token, sparkJar(t))
 
 	stop := randomChanges(t, pg)
 	load := time.Duration(size(100, 600)) * time.Second
@@ -123,9 +131,14 @@ func TestCompactionBoundsLiveFiles(t *testing.T) {
 		t.Errorf("%d mirror and %d changelog compactions installed in %v, want at least 3 each", installed, installedLog, load)
 	}
 	noCompactionTrouble(t, b.log())
+	checkCompactionMetrics(t, addr, installed+installedLog)
 	want := pgRows(t, conn, compactCols, "items")
 	compareRows(t, "iceberg-go", "items", "id", icegoRows(t, tg, "public.items"), want)
 	compareRows(t, "pyiceberg", "items", "id", pyicebergRows(t, tg, "public.items"), want)
+	if got, ok := spark.dump(t, "SELECT id, n, v, big FROM pg.public.items"); ok {
+		compareRows(t, "Spark SQL", "items", "id", got, want)
+	}
+	checkDuckDBItems(t, conn, tg)
 
 	// A clean stop saves the index of the compacted table; the restart
 	// loads it, and updates through it land on the right rows.
@@ -169,5 +182,66 @@ func TestCompactionCrash(t *testing.T) {
 			compareRows(t, "iceberg-go after a crash at "+point, "items", "id", icegoRows(t, tg, "public.items"), pgRows(t, conn, compactCols, "items"))
 			checkChangelog(t, tg, "public.items", changes)
 		})
+	}
+}
+
+// checkCompactionMetrics requires /metrics to count the compactions the
+// log shows and the mirror's live files.
+func checkCompactionMetrics(t *testing.T, addr string, installed int) {
+	t.Helper()
+	_, body := httpGet(t, "http://"+addr+"/metrics", "")
+	for _, want := range []string{
+		fmt.Sprintf("pg2iceberg_compactions_total %d\n", installed),
+		"pg2iceberg_compaction_failures_total 0\n",
+		`pg2iceberg_table_live_files{table="public.items",content="data"} `,
+		`pg2iceberg_table_live_files{table="public.items__changelog",content="deletes"} 0`,
+		`pg2iceberg_table_last_compaction_timestamp_seconds{table="public.items"} `,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics has no %q", want)
+		}
+	}
+}
+
+// checkDuckDBItems reads the mirror as a catalog-less reader does (DuckDB's
+// iceberg_scan on the table directory, through version-hint.text).
+func checkDuckDBItems(t *testing.T, conn *pgx.Conn, tg target) {
+	t.Helper()
+	dir := filepath.Join(mustAbs(t, tg.warehouse), "public.db", "items")
+	got := duckdbRow(t, "SELECT count(*), sum(n), sum(length(big)), count(DISTINCT v) FROM iceberg_scan(?)", dir)
+	var want string
+	if err := conn.QueryRow(context.Background(), `SELECT '(' || count(*) || ', ' || sum(n) || ', ' || sum(length(big)) || ', ' || count(DISTINCT v) || ')' FROM items`).Scan(&want); err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("duckdb iceberg_scan of the compacted mirror = %s, want %s", got, want)
+	} else {
+		t.Logf("duckdb iceberg_scan of the compacted mirror: %s (count, sum(n), sum(length(big)), distinct v)", got)
+	}
+}
+
+// A tables entry's compaction: block turns compaction off: the mirror and
+// its changelog grow past the default thresholds and are not compacted.
+func TestCompactionOff(t *testing.T) {
+	t.Parallel()
+	pg, conn := startSource(t, compactSource)
+	tg := localTarget(t)
+	cfg := filepath.Join(t.TempDir(), "pg2iceberg.yaml")
+	if err := os.WriteFile(cfg, []byte("tables:\n  - table: public.items\n    compaction:\n      enabled: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := startBridge(t, nil, runArgs(pg, "compact_pub", tg, "--flush-interval", "1s", "--config", cfg)...)
+	waitSlot(t, conn, "pg2iceberg_compact_pub", b)
+	stop := randomChanges(t, pg)
+	defer stop()
+	deadline := time.Now().Add(2 * time.Minute)
+	for n := 0; n < 40; n = liveFiles(t, tg, "public.items") {
+		if time.Now().After(deadline) || !b.running() || t.Failed() {
+			t.Fatalf("the mirror has %d live files, waiting for 40; log:\n%s", n, tail(b.log(), 20))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if strings.Contains(b.log(), "compaction installed") {
+		t.Errorf("compaction turned off, but: %s", lastLine(b.log(), "compaction installed"))
 	}
 }
