@@ -61,6 +61,8 @@ type TableMaintenance struct {
 	FilesBefore, FilesAfter int
 	BytesBefore, BytesAfter int64
 	Expired                 int
+	Compaction              iceberg.CompactReport
+	CompactionSkipped       string // why compaction did not run ("": it did, see Compaction.Skipped)
 	Manifests               tiering.ManifestRewrite
 	ManifestsSkipped        string // why the rewrite did not run ("": it did)
 	Orphans                 tiering.Orphans
@@ -214,10 +216,20 @@ func maintainTable(ctx context.Context, cat catalog.Catalog, ident table.Identif
 	if m.FilesBefore, m.BytesBefore, err = footprint(ctx, tbl); err != nil {
 		return nil, err
 	}
-	// COMPACTION (issue 17 items 1 and 2) plugs in here, before the rest,
-	// so that the manifest rewrite, the expiry and the orphan cleanup tidy
-	// up after it: tbl, err = iceberg.CompactOnce(ctx, cat, ident, opts),
-	// skipped under cfg.DryRun (or planning only), and reported in m.
+	// Compaction first, so that the manifest rewrite, the expiry and the
+	// orphan cleanup tidy up after it. Beside a running bridge it is left
+	// to the bridge, which compacts its tables itself (a rewrite from here
+	// would make it rebuild the mirror's key index and replay its batch).
+	if running {
+		m.CompactionSkipped = "the running bridge compacts its tables"
+	} else {
+		if m.Compaction, err = iceberg.CompactOnce(ctx, cat, ident, iceberg.CompactOptions{DryRun: cfg.DryRun}); err != nil {
+			return m, err
+		}
+		if tbl, err = cat.LoadTable(ctx, ident); err != nil {
+			return m, fmt.Errorf("load table %s: %w", name, err)
+		}
+	}
 	if tbl, err = expireOnce(ctx, cat, tbl, cfg, m); err != nil {
 		return m, err
 	}
@@ -343,6 +355,7 @@ func printMaintenance(w io.Writer, m TableMaintenance, dry bool) {
 	} else {
 		fmt.Fprintf(w, "  snapshots: expired %d\n", m.Expired)
 	}
+	printCompaction(w, m, dry)
 	switch {
 	case m.ManifestsSkipped != "":
 		fmt.Fprintf(w, "  manifests: not rewritten: %s\n", m.ManifestsSkipped)
@@ -359,6 +372,22 @@ func printMaintenance(w io.Writer, m TableMaintenance, dry bool) {
 		fmt.Fprintf(w, "  orphans: %d found (%s), removed %d (%s)\n", m.Orphans.Found, byteSize(m.Orphans.FoundBytes), m.Orphans.Removed, byteSize(m.Orphans.RemovedBytes))
 	}
 	fmt.Fprintf(w, "  files: %d (%s) before, %d (%s) after; took %s\n", m.FilesBefore, byteSize(m.BytesBefore), m.FilesAfter, byteSize(m.BytesAfter), m.Took.Round(time.Millisecond))
+}
+
+// printCompaction writes the compaction line of a table's maintenance.
+func printCompaction(w io.Writer, m TableMaintenance, dry bool) {
+	c := m.Compaction
+	switch {
+	case m.CompactionSkipped != "":
+		fmt.Fprintf(w, "  compaction: not run: %s\n", m.CompactionSkipped)
+	case c.Skipped != "":
+		fmt.Fprintf(w, "  compaction: %d data and %d delete files, %s\n", c.DataFilesBefore, c.DeleteFilesBefore, c.Skipped)
+	case dry:
+		fmt.Fprintf(w, "  compaction: would rewrite %d of %d data files (%s) and %d delete files\n", c.FilesRewritten, c.DataFilesBefore, byteSize(c.BytesRewritten), c.DeleteFilesBefore)
+	default:
+		fmt.Fprintf(w, "  compaction: rewrote %d data files (%s) into %d (%s); live files %d data + %d delete before, %d + %d after; took %s\n",
+			c.FilesRewritten, byteSize(c.BytesRewritten), c.FilesWritten, byteSize(c.BytesWritten), c.DataFilesBefore, c.DeleteFilesBefore, c.DataFilesAfter, c.DeleteFilesAfter, c.Elapsed.Round(time.Millisecond))
+	}
 }
 
 // byteSize is n in B, KiB, MiB or GiB.

@@ -56,6 +56,7 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 			fmt.Fprintf(w, "pg2iceberg_table_watermark_lsn{table=%q} %d\n", t.Table, uint64(t.Watermark))
 		}
 		tableMetrics(w, st.Tables())
+		compactionMetrics(w, st)
 		fmt.Fprintf(w, "# HELP pg2iceberg_backfill_rows Rows copied by each table's backfill, and its estimated total.\n# TYPE pg2iceberg_backfill_rows gauge\n")
 		for table, v := range copies.snapshot() {
 			fmt.Fprintf(w, "pg2iceberg_backfill_rows{table=%q} %d\npg2iceberg_backfill_rows_estimated{table=%q} %d\n", table, v[0], table, v[1])
@@ -70,6 +71,8 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 			DeleteFiles    int64  `json:"live_delete_files"`
 			LiveBytes      int64  `json:"live_bytes"`
 			OutsideCommits int64  `json:"outside_commits,omitempty"`
+			// The bridge's last compaction of the table since it started.
+			LastCompaction string `json:"last_compaction,omitempty"`
 		}
 		out := struct {
 			Received string                      `json:"received_lsn"`
@@ -92,6 +95,9 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 			tb := table{Table: t.Table, Watermark: t.Watermark.String(), DataFiles: t.Live.Data, DeleteFiles: t.Live.Deletes, LiveBytes: t.Live.Bytes, OutsideCommits: t.OutsideCommits}
 			if !t.Committed.IsZero() {
 				tb.LastCommit = t.Committed.UTC().Format(time.RFC3339)
+			}
+			if !t.LastCompaction.IsZero() {
+				tb.LastCompaction = t.LastCompaction.UTC().Format(time.RFC3339)
 			}
 			out.Tables = append(out.Tables, tb)
 		}
@@ -126,5 +132,19 @@ func tableMetrics(w io.Writer, tables []iceberg.TableStatus) {
 	fmt.Fprintf(w, "# HELP pg2iceberg_outside_commits_total Snapshots another writer (Spark, maintain) committed that the bridge's commits found and reconciled, per table.\n# TYPE pg2iceberg_outside_commits_total counter\n")
 	for _, t := range tables {
 		fmt.Fprintf(w, "pg2iceberg_outside_commits_total{table=\"%s\"} %d\n", labelEscaper.Replace(t.Table), t.OutsideCommits)
+	}
+}
+
+// compactionMetrics writes the compaction counters and each table's last
+// compaction.
+func compactionMetrics(w io.Writer, st *iceberg.Stats) {
+	fmt.Fprintf(w, "# HELP pg2iceberg_compactions_total Mirror compactions installed.\n# TYPE pg2iceberg_compactions_total counter\npg2iceberg_compactions_total %d\n", st.Compactions.Load())
+	fmt.Fprintf(w, "# HELP pg2iceberg_compaction_failures_total Mirror compactions that failed or could not be installed; a later one tries again.\n# TYPE pg2iceberg_compaction_failures_total counter\npg2iceberg_compaction_failures_total %d\n", st.CompactionFailures.Load())
+	fmt.Fprintf(w, "# HELP pg2iceberg_compaction_rewritten_bytes_total Bytes of data files compactions rewrote.\n# TYPE pg2iceberg_compaction_rewritten_bytes_total counter\npg2iceberg_compaction_rewritten_bytes_total %d\n", st.BytesRewritten.Load())
+	fmt.Fprintf(w, "# HELP pg2iceberg_table_last_compaction_timestamp_seconds When the bridge last installed a compaction of each table (tables it compacted since it started).\n# TYPE pg2iceberg_table_last_compaction_timestamp_seconds gauge\n")
+	for _, t := range st.Tables() {
+		if !t.LastCompaction.IsZero() {
+			fmt.Fprintf(w, "pg2iceberg_table_last_compaction_timestamp_seconds{table=\"%s\"} %d\n", labelEscaper.Replace(t.Table), t.LastCompaction.Unix())
+		}
 	}
 }

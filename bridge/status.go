@@ -133,11 +133,14 @@ func icebergTableStatus(ctx context.Context, cat catalog.Catalog, ident table.Id
 }
 
 // filesNote is the second line of a table's status: its current
-// snapshot's live files, and the newest outside commit the bridge has not
-// reconciled yet (see iceberg.LastOutside).
+// snapshot's live files, its last compaction, and the newest outside
+// commit the bridge has not reconciled yet (see iceberg.LastOutside).
 func filesNote(tbl *table.Table) string {
 	live := iceberg.LiveFilesOf(tbl.CurrentSnapshot())
 	note := fmt.Sprintf("\n    live files: %d data, %d deletes, %d bytes", live.Data, live.Deletes, live.Bytes)
+	if at := iceberg.LastCompaction(tbl); !at.IsZero() {
+		note += ", last compaction " + at.UTC().Format(time.RFC3339)
+	}
 	if s := iceberg.LastOutside(tbl); s != nil {
 		op := "?"
 		if s.Summary != nil {

@@ -22,7 +22,11 @@
 // (replication's stream loop), except during a copy: each copy worker
 // owns a CopyWriter and calls ChunkDone from its own goroutine; copyMu
 // guards the sink's lists of copies and each copy's lock serialises its
-// chunk commits. Test crash points (crash_failpoints.go) exist only in a
+// chunk commits. After a flush the sink may start one compaction job per
+// Iceberg table (compact_install.go): a goroutine that only reads an
+// immutable table handle and writes new files, and hands its result over
+// by closing its done channel; the stream installs it, and SaveIndexes
+// cancels and waits for it. Test crash points (crash_failpoints.go) exist only in a
 // build with the tag failpoints.
 //
 // Invariants:
@@ -35,4 +39,8 @@
 //     unless the file saved at the last clean stop matches the table.
 //   - Nothing is written as NULL for a value the source did not send.
 //   - A failed maintenance run never fails the commit before it.
+//   - A compaction is installed in one commit between flushes: every
+//     delete the stream committed since the snapshot it read is moved onto
+//     the rewritten rows in that commit, and the key index follows
+//     (keyindex.Index.Remap), or is rebuilt.
 package iceberg

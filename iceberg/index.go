@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	icego "github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/pg2iceberg/pg2iceberg/iceberg/keyindex"
 	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
@@ -70,11 +71,16 @@ func (m *mirror) recopyForeign(ctx context.Context, err error) error {
 }
 
 func (m *mirror) openParquet(path string) (*file.Reader, func(), error) {
-	f, err := m.fs.Open(path)
+	return openParquet(m.fs, path)
+}
+
+// openParquet opens a Parquet file of fs; done closes it.
+func openParquet(fs icebergio.IO, path string) (r *file.Reader, done func(), err error) {
+	f, err := fs.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	r, err := file.NewParquetReader(f)
+	r, err = file.NewParquetReader(f)
 	if err != nil {
 		_ = f.Close()
 		return nil, nil, fmt.Errorf("read %s: %w", path, err)
@@ -83,7 +89,13 @@ func (m *mirror) openParquet(path string) (*file.Reader, func(), error) {
 }
 
 func (m *mirror) readDeletes(ctx context.Context, df icego.DataFile, deleted map[string]map[int64]bool) error {
-	r, done, err := m.openParquet(df.FilePath())
+	return readPosDeletes(ctx, m.fs, df, deleted)
+}
+
+// readPosDeletes adds the rows position delete file df deletes to deleted
+// (data file path → positions).
+func readPosDeletes(ctx context.Context, fs icebergio.IO, df icego.DataFile, deleted map[string]map[int64]bool) error {
+	r, done, err := openParquet(fs, df.FilePath())
 	if err != nil {
 		return err
 	}

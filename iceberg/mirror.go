@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -323,12 +322,7 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 		data = append(data, df)
 	}
 	if len(m.deletes) > 0 {
-		slices.SortFunc(m.deletes, func(a, b posDelete) int {
-			if c := strings.Compare(a.path, b.path); c != 0 {
-				return c
-			}
-			return int(a.pos - b.pos)
-		})
+		sortDeletes(m.deletes)
 		df, err := writePositionDeletes(ctx, m.fs, dataPath(m.tbl, ""), m.tbl.Spec(), m.deletes)
 		if err != nil {
 			return err
@@ -346,6 +340,7 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 	if err != nil {
 		return err
 	}
+	m.noteFlush(dels, m.truncated)
 	m.pending, m.closed, m.deletes, m.changes, m.summary, m.truncated = nil, nil, m.deletes[:0], 0, nil, false
 	return nil
 }

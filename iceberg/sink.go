@@ -566,6 +566,7 @@ func (s *Sink) Flush(ctx context.Context) error {
 		return &ReplayError{From: s.durable, Tables: moved}
 	}
 	s.pending, s.flushStart, s.durable = 0, time.Time{}, s.lastEnd
+	s.afterFlush(ctx)
 	s.stats.Changes.Add(int64(rows))
 	s.stats.Flushes.Add(1)
 	s.publishStatus()
@@ -584,6 +585,7 @@ func (s *Sink) SaveIndexes() error {
 	if s.txOpen || s.pending > 0 {
 		return errors.New("save key indexes with changes pending")
 	}
+	s.stopCompactions()
 	var errs []error
 	for _, st := range s.tables {
 		if st.mirror != nil {

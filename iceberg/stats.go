@@ -23,6 +23,10 @@ type Stats struct {
 	ManifestRewrites atomic.Int64
 	OrphansRemoved   atomic.Int64
 	OrphanBytes      atomic.Int64
+	// Compactions counts mirror compactions installed, CompactionFailures
+	// those that failed (each retried by a later one), BytesRewritten the
+	// bytes of the data files they rewrote.
+	Compactions, CompactionFailures, BytesRewritten atomic.Int64
 	// tables holds the []TableStatus of the last flush.
 	tables atomic.Pointer[[]TableStatus]
 }
@@ -64,6 +68,9 @@ type TableStatus struct {
 	// commits found on the table (see icebergTable.reconcile).
 	OutsideCommits int64
 	Live           LiveFiles
+	// LastCompaction is when the bridge last installed a compaction of
+	// the table (zero: not since it started).
+	LastCompaction time.Time
 }
 
 // LiveFiles are the files of a table's current snapshot, and their size.
@@ -92,7 +99,11 @@ func (s *Sink) Status() []TableStatus {
 	for _, st := range s.tables {
 		for _, t := range []*icebergTable{mirrorTable(st.mirror), changelogTable(st.changelog)} {
 			if t != nil {
-				out = append(out, TableStatus{Table: t.name(), Watermark: t.watermark, Committed: t.committed, OutsideCommits: t.outside, Live: LiveFilesOf(t.tbl.CurrentSnapshot())})
+				ts := TableStatus{Table: t.name(), Watermark: t.watermark, Committed: t.committed, OutsideCommits: t.outside, Live: LiveFilesOf(t.tbl.CurrentSnapshot())}
+				if st.mirror != nil && t == st.mirror.icebergTable {
+					ts.LastCompaction = st.mirror.compact.last
+				}
+				out = append(out, ts)
 			}
 		}
 	}

@@ -58,6 +58,9 @@ type icebergTable struct {
 	// snapshots its commits found.
 	positional bool
 	outside    int64
+	// compact is the table's compaction in flight and its bookkeeping
+	// (see compact_install.go).
+	compact compactState
 }
 
 // maybeExpire runs the table's maintenance when due, after a commit (see

@@ -74,10 +74,12 @@ func ReadConfig(path string) (*Overrides, error) {
 var (
 	topKeys   = []string{"rules", "tables"}
 	ruleKeys  = []string{"type", "column", "to", "lossy", "zone", "added_later"}
-	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention"}
+	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention", "compaction"}
 	// retentionKeys are a tables entry's retention block's.
 	retentionKeys = []string{"max_snapshot_age", "min_snapshots"}
-	boolKeys      = []string{"added_later"}
+	boolKeys      = []string{"added_later", "enabled"}
+	// compactionKeys are those of a tables entry's compaction map.
+	compactionKeys = []string{"enabled", "min_input_files", "max_live_files", "max_delete_files", "delete_ratio", "target_file_size_bytes"}
 )
 
 // decodeConfig parses the file's YAML and checks its shape (which keys,
@@ -159,6 +161,10 @@ func checkKeys(e *ConfigError, m *yaml.Node, where string, allowed []string, sca
 		}
 		if key.Value == "retention" && val.Kind == yaml.MappingNode {
 			checkKeys(e, val, where+": retention", retentionKeys, true)
+			continue
+		}
+		if key.Value == "compaction" && val.Kind == yaml.MappingNode {
+			checkKeys(e, val, where+": compaction", compactionKeys, true)
 			continue
 		}
 		if val.Kind != yaml.ScalarNode {

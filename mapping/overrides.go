@@ -67,6 +67,9 @@ type TablePolicies struct {
 	// given: the * entry's, else the run flags', else the table's
 	// history.expire.* properties).
 	Retention Retention `yaml:"retention"`
+	// Compaction overrides the table's compaction policy (its mirror's and
+	// changelog's pg2iceberg.compaction.* properties); nil: none.
+	Compaction *CompactionPolicy `yaml:"compaction"`
 	// Line is the entry's line in the file.
 	Line int `yaml:"-"`
 }
@@ -77,6 +80,36 @@ type Retention struct {
 	MaxSnapshotAge time.Duration `yaml:"max_snapshot_age"`
 	// MinSnapshots: the newest this many are kept whatever their age.
 	MinSnapshots int `yaml:"min_snapshots"`
+}
+
+// CompactionPolicy is a tables entry's compaction: block. A zero field
+// keeps what the table's properties (or the defaults) say.
+type CompactionPolicy struct {
+	Enabled         *bool   `yaml:"enabled"`
+	MinInputFiles   int     `yaml:"min_input_files"`
+	MaxLiveFiles    int     `yaml:"max_live_files"`
+	MaxDeleteFiles  int     `yaml:"max_delete_files"`
+	DeleteRatio     float64 `yaml:"delete_ratio"`
+	TargetFileBytes int64   `yaml:"target_file_size_bytes"`
+}
+
+// check adds the policy's problems to e.
+func (c *CompactionPolicy) check(e *ConfigError, line int, where string) {
+	if c == nil {
+		return
+	}
+	if c.MinInputFiles != 0 && c.MinInputFiles < 2 {
+		e.Add(line, "%s: compaction min_input_files is %d; use 2 or more", where, c.MinInputFiles)
+	}
+	if c.MaxLiveFiles != 0 && c.MaxLiveFiles < 2 {
+		e.Add(line, "%s: compaction max_live_files is %d; use 2 or more", where, c.MaxLiveFiles)
+	}
+	if c.MaxDeleteFiles < 0 || c.TargetFileBytes < 0 {
+		e.Add(line, "%s: compaction max_delete_files and target_file_size_bytes cannot be negative", where)
+	}
+	if c.DeleteRatio < 0 || c.DeleteRatio > 1 {
+		e.Add(line, "%s: compaction delete_ratio is %v; use a fraction above 0 and at most 1", where, c.DeleteRatio)
+	}
 }
 
 // Policies returns the policies for table (schema.table): its own entry,
@@ -187,6 +220,7 @@ func parseConfig(name string, data []byte) (*Overrides, error) {
 		if p.Retention.MinSnapshots < 0 {
 			e.Add(line, "%s: retention: min_snapshots %d is negative; give 1 or more", where, p.Retention.MinSnapshots)
 		}
+		p.Compaction.check(e, line, where)
 	}
 	if err := e.Err(); err != nil {
 		return nil, err

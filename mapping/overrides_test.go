@@ -105,3 +105,20 @@ func TestPolicies(t *testing.T) {
 		}
 	}
 }
+
+func TestPoliciesCompaction(t *testing.T) {
+	o, err := ParseOverrides([]byte("tables:\n  - table: public.orders\n    compaction:\n      enabled: false\n  - table: public.events\n    compaction:\n      min_input_files: 4\n      delete_ratio: 0.5\n      target_file_size_bytes: 1048576\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := o.Policies("public.orders").Compaction; c == nil || c.Enabled == nil || *c.Enabled {
+		t.Errorf("Policies(public.orders).Compaction = %+v, want enabled false", c)
+	}
+	want := CompactionPolicy{MinInputFiles: 4, DeleteRatio: 0.5, TargetFileBytes: 1 << 20}
+	if c := o.Policies("public.events").Compaction; c == nil || *c != want {
+		t.Errorf("Policies(public.events).Compaction = %+v, want %+v", c, want)
+	}
+	if c := o.Policies("public.other").Compaction; c != nil {
+		t.Errorf("Policies(public.other).Compaction = %+v, want nil", c)
+	}
+}

@@ -264,3 +264,6 @@ func (w *ColumnWriter) Close() (*metadata.FileMetaData, int64, error) {
 
 // Abort abandons the file and closes out; the caller deletes the file.
 func (w *ColumnWriter) Abort() { _ = w.out.Close() }
+
+// Bytes returns the bytes written so far: the row groups closed.
+func (w *ColumnWriter) Bytes() int64 { return w.cw.n }

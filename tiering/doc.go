@@ -21,14 +21,20 @@
 //   - orphans.go: removing files no metadata references, past an age;
 //   - lease.go: the writer lease a running bridge keeps in the warehouse,
 //     which tells maintain that files of commits in flight may be about;
-//   - schedule.go: when each of these runs for a table.
+//   - schedule.go: when each of these runs for a table;
+//   - compact.go: the compaction policy, PlanCompaction: which of a
+//     table's live files a compaction rewrites (small files, files with
+//     many rows deleted, too many live files, too many delete files), and
+//     its tuning by table property (CompactConfigOf). It is pure: package
+//     iceberg reads the files and deletes, rewrites them off the stream and
+//     installs the result between flushes, moving the key index
+//     (iceberg/compact.go, compact_install.go).
 //
-// Not built yet, and where it goes: compaction (rewriting a mirror's
-// small data files and their position deletes into fewer files) in
-// compact.go; a retention other than snapshot age and count (by a table's changelog
-// days, say) in retention.go. Compaction rewrites the files the mirror's
-// key index points into (iceberg/keyindex), so it must commit through the
-// mirror or make it rebuild its index.
+// Not built yet, and where it goes: a retention other than snapshot age
+// and count (by a table's changelog days, say) in retention.go. An orphan
+// is only a file older than any commit still in flight, and a compaction
+// job's new files are in flight until it is installed or dropped (young:
+// far below the orphan age).
 //
 // Goroutines: none; Schedule runs on its caller's goroutine, between
 // commits of its table.
@@ -46,4 +52,6 @@
 //     manifest keeps each entry's sequence numbers: the key index stays
 //     valid and every delete applies as before.
 //   - A table with gc.enabled=false is never expired.
+//   - PlanCompaction never plans a rewrite that changes nothing (one file
+//     with no deletes), and reads no more than MaxRewriteBytes a job.
 package tiering
