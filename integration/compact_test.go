@@ -221,7 +221,8 @@ func checkDuckDBItems(t *testing.T, conn *pgx.Conn, tg target) {
 }
 
 // A tables entry's compaction: block turns compaction off: the mirror and
-// its changelog grow past the default thresholds and are not compacted.
+// its changelog grow past the default thresholds and are not compacted;
+// then pg2iceberg maintain compacts the mirror with the bridge stopped.
 func TestCompactionOff(t *testing.T) {
 	t.Parallel()
 	pg, conn := startSource(t, compactSource)
@@ -244,4 +245,35 @@ func TestCompactionOff(t *testing.T) {
 	if strings.Contains(b.log(), "compaction installed") {
 		t.Errorf("compaction turned off, but: %s", lastLine(b.log(), "compaction installed"))
 	}
+
+	// The config file's block binds the bridge only: pg2iceberg maintain,
+	// with the bridge stopped, compacts the mirror (a dry run first, which
+	// changes nothing), and a restarted bridge streams on into the
+	// rewritten files exactly.
+	stop()
+	waitCaughtUp(t, conn, "pg2iceberg_compact_pub", b)
+	b.stop(t)
+	before := liveFiles(t, tg, "public.items")
+	maintain := append([]string{"maintain", "--table", "public.items"}, tg.args()...)
+	out, err := runOnce(t, append(maintain, "--dry-run")...)
+	if err != nil || !strings.Contains(out, "compaction: would rewrite") || liveFiles(t, tg, "public.items") != before {
+		t.Fatalf("maintain --dry-run: %v, live files %d → %d; output:\n%s", err, before, liveFiles(t, tg, "public.items"), out)
+	}
+	out, err = runOnce(t, maintain...)
+	after := liveFiles(t, tg, "public.items")
+	if err != nil || !strings.Contains(out, "compaction: rewrote") || after >= before/2 {
+		t.Fatalf("maintain: %v, live files %d → %d; output:\n%s", err, before, after, out)
+	}
+	t.Logf("maintain compacted the mirror from %d to %d live files:\n%s", before, after, out)
+	want := pgRows(t, conn, compactCols, "items")
+	compareRows(t, "iceberg-go", "items (compacted by maintain)", "id", icegoRows(t, tg, "public.items"), want)
+	b = startBridge(t, nil, runArgs(pg, "compact_pub", tg, "--flush-interval", "1s", "--config", cfg)...)
+	waitSlot(t, conn, "pg2iceberg_compact_pub", b)
+	exec1(t, conn, `UPDATE items SET n = n + 1000, v = 'after maintain' WHERE id % 7 = 0`)
+	exec1(t, conn, `DELETE FROM items WHERE id % 11 = 0`)
+	waitCaughtUp(t, conn, "pg2iceberg_compact_pub", b)
+	b.stop(t)
+	want = pgRows(t, conn, compactCols, "items")
+	compareRows(t, "iceberg-go", "items (streamed after maintain)", "id", icegoRows(t, tg, "public.items"), want)
+	compareRows(t, "pyiceberg", "items (streamed after maintain)", "id", pyicebergRows(t, tg, "public.items"), want)
 }
