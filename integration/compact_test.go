@@ -239,10 +239,7 @@ func TestCompactionOff(t *testing.T) {
 	t.Parallel()
 	pg, conn := startSource(t, compactSource)
 	tg := localTarget(t)
-	cfg := filepath.Join(t.TempDir(), "pg2iceberg.yaml")
-	if err := os.WriteFile(cfg, []byte("tables:\n  - table: public.items\n    compaction:\n      enabled: false\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := noCompaction(t, "public.items")
 	b := startBridge(t, nil, runArgs(pg, "compact_pub", tg, "--flush-interval", "1s", "--config", cfg)...)
 	waitSlot(t, conn, "pg2iceberg_compact_pub", b)
 	stop := randomChanges(t, pg)
@@ -288,4 +285,16 @@ func TestCompactionOff(t *testing.T) {
 	want = pgRows(t, conn, compactCols, "items")
 	compareRows(t, "iceberg-go", "items (streamed after maintain)", "id", icegoRows(t, tg, "public.items"), want)
 	compareRows(t, "pyiceberg", "items (streamed after maintain)", "id", pyicebergRows(t, tg, "public.items"), want)
+}
+
+// noCompaction writes a config file that turns the bridge's compaction off
+// for table (tests of what other writers or maintenance do with its files)
+// and returns its path.
+func noCompaction(t *testing.T, table string) string {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "pg2iceberg.yaml")
+	if err := os.WriteFile(cfg, []byte("tables:\n  - table: "+table+"\n    compaction:\n      enabled: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

@@ -188,32 +188,41 @@ func sameRow(a, b row) bool {
 func checkSnapshotsJSON(t *testing.T, tg target, mirror string, steps []histStep) {
 	t.Helper()
 	out := cliRun(t, tg, "snapshots", "--table", mirror, "--json")
-	byID := map[int64]struct {
+	type snap struct {
+		ID      int64    `json:"snapshot_id"`
+		Parent  int64    `json:"parent_id"`
+		Op      string   `json:"operation"`
 		LSN     string   `json:"lsn"`
 		CopyLSN string   `json:"copy_lsn"`
 		Refs    []string `json:"refs"`
-	}{}
+	}
+	byID := map[int64]snap{}
+	var replaces []snap
+	all := map[int64]snap{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var s struct {
-			ID      int64    `json:"snapshot_id"`
-			LSN     string   `json:"lsn"`
-			CopyLSN string   `json:"copy_lsn"`
-			Refs    []string `json:"refs"`
-		}
+		var s snap
 		if err := json.Unmarshal([]byte(line), &s); err != nil {
 			t.Fatalf("snapshots --json line %q: %v", line, err)
 		}
-		byID[s.ID] = struct {
-			LSN     string   `json:"lsn"`
-			CopyLSN string   `json:"copy_lsn"`
-			Refs    []string `json:"refs"`
-		}{s.LSN, s.CopyLSN, s.Refs}
+		all[s.ID] = s
+		if s.Op == "replace" {
+			// The bridge's compaction of the mirror (a small table with
+			// deletes is due soon): the same rows, the same watermark.
+			replaces = append(replaces, s)
+			continue
+		}
+		byID[s.ID] = s
 	}
 	if len(byID) != len(steps) {
-		t.Errorf("snapshots --json lists %d snapshots, want %d (one per step):\n%s", len(byID), len(steps), out)
+		t.Errorf("snapshots --json lists %d snapshots besides compactions, want %d (one per step):\n%s", len(byID), len(steps), out)
+	}
+	for _, r := range replaces {
+		if p, ok := byID[r.Parent]; ok && p.LSN != r.LSN {
+			t.Errorf("snapshots --json: compaction %d has watermark %s, its parent %d %s: a rewrite moves no watermark", r.ID, r.LSN, p.ID, p.LSN)
+		}
 	}
 	for i, st := range steps[1:] {
-		s, ok := byID[st.snapshot]
+		s, ok := all[st.snapshot] // a step may end in a compaction
 		lsn, err := pglogrepl.ParseLSN(s.LSN)
 		if !ok || err != nil || lsn > st.lsn || lsn <= steps[i].lsn {
 			t.Errorf("snapshots --json: step %d's snapshot %d has watermark %q, want one in (%s, %s]", i+1, st.snapshot, s.LSN, steps[i].lsn, st.lsn)

@@ -228,7 +228,9 @@ func TestMaintainWhileBridgeRuns(t *testing.T) {
 		CREATE PUBLICATION mr_pub FOR TABLE t;`)
 	tg := localTarget(t)
 	addr := freeAddr(t)
-	b := startBridge(t, nil, runArgs(pg, "mr_pub", tg, "--metrics-addr", addr)...)
+	// The bridge's compaction off: it would merge the files, and so the
+	// manifests, this test needs many of.
+	b := startBridge(t, nil, runArgs(pg, "mr_pub", tg, "--metrics-addr", addr, "--config", noCompaction(t, "public.t"))...)
 	waitSlot(t, conn, "pg2iceberg_mr_pub", b)
 	flushes := 3 * tiering.MaxManifests / 2 // one rewrite due at least
 	for i := range flushes {
