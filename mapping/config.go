@@ -74,8 +74,9 @@ func ReadConfig(path string) (*Overrides, error) {
 var (
 	topKeys   = []string{"rules", "tables"}
 	ruleKeys  = []string{"type", "column", "to", "lossy", "zone", "added_later"}
-	tableKeys = []string{"table", "type_change", "drop_table", "added_later"}
+	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "properties"}
 	boolKeys  = []string{"added_later"}
+	mapKeys   = []string{"properties"} // a map of single values
 )
 
 // decodeConfig parses the file's YAML and checks its shape (which keys,
@@ -155,6 +156,10 @@ func checkKeys(e *ConfigError, m *yaml.Node, where string, allowed []string, sca
 		if !scalars {
 			continue
 		}
+		if slices.Contains(mapKeys, key.Value) {
+			checkScalarMap(e, val, where+": "+key.Value)
+			continue
+		}
 		if val.Kind != yaml.ScalarNode {
 			e.Add(val.Line, "%s: %s must be a single value, not %s", where, key.Value, kindName(val))
 			continue
@@ -163,6 +168,19 @@ func checkKeys(e *ConfigError, m *yaml.Node, where string, allowed []string, sca
 			if _, err := strconv.ParseBool(val.Value); err != nil {
 				e.Add(val.Line, "%s: %s is %q; use true or false", where, key.Value, val.Value)
 			}
+		}
+	}
+}
+
+// checkScalarMap checks that m is a map of single values.
+func checkScalarMap(e *ConfigError, m *yaml.Node, where string) {
+	if m.Kind != yaml.MappingNode {
+		e.Add(m.Line, "%s must be a map of names to values, not %s", where, kindName(m))
+		return
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if key, val := m.Content[i], m.Content[i+1]; val.Kind != yaml.ScalarNode {
+			e.Add(val.Line, "%s: %s must be a single value, not %s", where, key.Value, kindName(val))
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
 // Override overrides the default mapping of the columns it matches: by type
@@ -63,6 +64,10 @@ type TablePolicies struct {
 	DropTable string `yaml:"drop_table"`
 	// AddedLater says the table is not in the publication yet.
 	AddedLater bool `yaml:"added_later"`
+	// Properties are Iceberg table properties set on the table's Iceberg
+	// tables when the bridge creates them (write.parquet.compression-codec,
+	// ...); a table that exists keeps its own.
+	Properties map[string]string `yaml:"properties"`
 	// Line is the entry's line in the file.
 	Line int `yaml:"-"`
 }
@@ -157,6 +162,13 @@ func parseConfig(name string, data []byte) (*Overrides, error) {
 		case "", "keep", "drop":
 		default:
 			e.Add(line, "%s: drop_table is %q; use keep or drop", where, p.DropTable)
+		}
+		// The configuration's own file settings are checked at start; a
+		// table's properties set later by another writer are only warned
+		// about (see parquetx.OptionsFromProperties).
+		_, problems := parquetx.OptionsFromProperties(p.Properties)
+		for _, prob := range problems {
+			e.Add(line, "%s: properties: %s", where, strings.TrimSuffix(prob.Error(), "; using the default"))
 		}
 	}
 	if err := e.Err(); err != nil {
