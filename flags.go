@@ -82,6 +82,12 @@ var (
 	flagLocation = &cli.StringFlag{Name: "location", Usage: "the table's location, when it is not <warehouse>/<namespace>.db/<table> and the catalog has no entry (one table only)"}
 )
 
+// inspect's.
+var (
+	flagInspectTable = &cli.StringFlag{Name: "table", Required: true, Usage: "the Iceberg table, as namespace.table, e.g. public.orders or public.orders__changelog"}
+	flagWhere        = &cli.StringFlag{Name: "where", Usage: "a predicate to plan a scan for, e.g. \"id >= 100 and id < 200\" (column op literal, joined by and; op is = != < <= > >=; 'text' in quotes)"}
+)
+
 // storageFlags are the flags of the commands that read the warehouse, and
 // sourceFlags of those that read the source too.
 var (

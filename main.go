@@ -44,7 +44,7 @@ func main() {
    pg2iceberg status --source postgres://app@localhost/shop --publication shop_pub --warehouse ./warehouse`,
 		Flags: []cli.Flag{flagDebug},
 		Commands: []*cli.Command{
-			serveCommand(), repairCommand(), runCommand(), setupCommand(), backfillCommand(), statusCommand(),
+			serveCommand(), repairCommand(), runCommand(), setupCommand(), backfillCommand(), statusCommand(), inspectCommand(),
 		},
 	}
 	commandFlags(app)

@@ -185,6 +185,28 @@ func TestParquetLayout(t *testing.T) {
 	if props := loadTable(t, tg, "public.b").Properties(); props["write.parquet.compression-codec"] != "gzip" {
 		t.Errorf("public.b properties after the bridge's commits: %v, want the codec set outside kept", slices.Sorted(maps.Keys(props)))
 	}
+	// inspect plans a key range with iceberg-go's planner: the copied file
+	// of ids 8193..16384 and the streamed file that holds the updated rows
+	// (ids 5..40000) of the six.
+	out, err := exec.Command(binPath, append([]string{"inspect", "--table", "public.a", "--where", "id >= 10000 and id < 10100"}, tg.args()...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("inspect: %v\n%s", err, out)
+	}
+	t.Logf("inspect:\n%s", out)
+	for _, want := range []string{
+		"table public.a\n", "  1 id int required\n", "  0 (default): unpartitioned\n", "  0 (default): unsorted\n",
+		"  write.parquet.compression-codec = snappy\n", "live files: 6 data files, ",
+		"where id >= 10000 and id < 10100: the scan plans 2 of 6 data files (",
+		"), 1 of 1 delete files\n",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = exec.Command(binPath, append([]string{"inspect", "--table", "public.a", "--where", "nosuch = 1"}, tg.args()...)...).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "nosuch") {
+		t.Errorf("inspect with an unknown column: %v, want an error naming it:\n%s", err, out)
+	}
 	log := b.log()
 	if n := strings.Count(log, "table property ignored"); n != 1 || !strings.Contains(log, "table=public.b") || !strings.Contains(log, `write.parquet.compression-level=\"fast\"`) {
 		t.Errorf("%d warnings about the bad level, want one naming public.b and the property:\n%s", n, tail(log, 20))
