@@ -153,7 +153,7 @@ func TestWriterOptions(t *testing.T) {
 
 // writeRows writes n rows of asc (its first three fields id, email, kind)
 // to path.
-func writeRows(t *testing.T, asc *arrow.Schema, path string, opts Options, n int) {
+func writeRows(t testing.TB, asc *arrow.Schema, path string, opts Options, n int) {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
@@ -176,5 +176,30 @@ func writeRows(t *testing.T, asc *arrow.Schema, path string, opts Options, n int
 	}
 	if _, _, err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkKeyBloom measures what the default bloom filter on a key
+// column costs a file of unique keys: compare -bench with and without.
+func BenchmarkKeyBloom(b *testing.B) {
+	asc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "email", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "kind", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	for _, name := range []string{"none", "key"} {
+		opts := Options{}
+		if name == "key" {
+			opts.Bloom = map[string]bool{"id": true}
+		}
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				path := filepath.Join(b.TempDir(), "f.parquet")
+				writeRows(b, asc, path, opts, 200_000)
+				if st, err := os.Stat(path); err == nil {
+					b.ReportMetric(float64(st.Size())/200_000, "B/row")
+				}
+			}
+		})
 	}
 }
