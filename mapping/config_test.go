@@ -24,8 +24,6 @@ func TestConfigErrors(t *testing.T) {
 			`configuration:3: tables entry 1: properties must be a map of names to values, not the value "zstd"`},
 		{"a property a list", "tables:\n  - table: a.b\n    properties:\n      write.parquet.compression-codec: [zstd]\n",
 			"configuration:4: tables entry 1: properties: write.parquet.compression-codec must be a single value, not a list"},
-		{"a bad codec", "tables:\n  - table: a.b\n    properties:\n      write.parquet.compression-codec: zsdt\n",
-			`configuration:2: tables entry 1: properties: table property write.parquet.compression-codec="zsdt": not a codec (use zstd, snappy, gzip, lz4 or uncompressed)`},
 		{"every problem at once", "rules:\n  - type: numeric\n    to: strin\n  - colum: a.b.c\n    to: exclude\n",
 			"configuration:4: rule 2: unknown key \"colum\" (the keys are type, column, to, lossy, zone, added_later)"},
 		{"indentation, further down", "rules:\n  - type: numeric\n    to: string\n  - column: a.b.c\n  to: exclude\n",

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
-	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
 // Override overrides the default mapping of the columns it matches: by type
@@ -162,13 +161,6 @@ func parseConfig(name string, data []byte) (*Overrides, error) {
 		case "", "keep", "drop":
 		default:
 			e.Add(line, "%s: drop_table is %q; use keep or drop", where, p.DropTable)
-		}
-		// The configuration's own file settings are checked at start; a
-		// table's properties set later by another writer are only warned
-		// about (see parquetx.OptionsFromProperties).
-		_, problems := parquetx.OptionsFromProperties(p.Properties)
-		for _, prob := range problems {
-			e.Add(line, "%s: properties: %s", where, strings.TrimSuffix(prob.Error(), "; using the default"))
 		}
 	}
 	if err := e.Err(); err != nil {
