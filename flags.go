@@ -94,6 +94,11 @@ var (
 		Usage: "always keep the newest this many snapshots, for tables the --config file gives no retention (each table's history.expire.min-snapshots-to-keep when not given: 20 on tables the bridge creates)"}
 )
 
+// inspect's.
+var (
+	flagInspectTable = &cli.StringFlag{Name: "table", Required: true, Usage: "the Iceberg table, as namespace.table, e.g. public.orders or public.orders__changelog"}
+)
+
 // storageFlags are the flags of the commands that read the warehouse, and
 // sourceFlags of those that read the source too.
 var (

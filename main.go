@@ -44,7 +44,7 @@ func main() {
    pg2iceberg status --source postgres://app@localhost/shop --publication shop_pub --warehouse ./warehouse`,
 		Flags: []cli.Flag{flagDebug},
 		Commands: []*cli.Command{
-			serveCommand(), repairCommand(), runCommand(), setupCommand(), backfillCommand(), statusCommand(), maintainCommand(),
+			serveCommand(), repairCommand(), runCommand(), setupCommand(), backfillCommand(), statusCommand(), maintainCommand(), inspectCommand(),
 			snapshotsCommand(), readCommand(), diffCommand(), tagCommand(), branchCommand(), rollbackCommand(),
 		},
 	}
@@ -75,7 +75,26 @@ func loadOverrides(c *cli.Context) (*mapping.Overrides, error) {
 	if path == "" {
 		return nil, nil
 	}
-	return mapping.ReadConfig(path)
+	o, err := mapping.ReadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	return o, checkTableProperties(o)
+}
+
+// checkTableProperties refuses the configuration's table properties that
+// the bridge cannot use, each at its entry's line: the file's own settings
+// are checked at start, while properties set later by another writer are
+// only warned about (see parquetx.OptionsFromProperties).
+func checkTableProperties(o *mapping.Overrides) error {
+	e := &mapping.ConfigError{File: o.File}
+	for i, p := range o.Tables {
+		_, problems := parquetx.OptionsFromProperties(p.Properties)
+		for _, prob := range problems {
+			e.Add(p.Line, "tables entry %d: properties: %s", i+1, strings.TrimSuffix(prob.Error(), "; using the default"))
+		}
+	}
+	return e.Err()
 }
 
 func catalogConfig(c *cli.Context) iceberg.CatalogConfig {

@@ -90,7 +90,8 @@ func (c *changelog) file(day int32) (*fileWriter, error) {
 	dir := "commit_ts_day=" + time.Unix(int64(day)*86400, 0).UTC().Format("2006-01-02")
 	// The partition value is inferred from commit_ts bounds: every row of a
 	// file has the same day.
-	fw, err := newFileWriter(c.fs, dataPath(c.tbl, dir), c.tbl.Schema(), c.tbl.Spec(), nil, icego.EntryContentData, c.tbl.Properties())
+	opts, target := c.fileLayout()
+	fw, err := newFileWriterWith(c.fs, dataPath(c.tbl, dir), c.tbl.Schema(), c.tbl.Spec(), nil, icego.EntryContentData, c.tbl.Properties(), opts, target)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +124,18 @@ func (c *changelog) append(op decode.Op, tx txInfo, seq int64, before, after dec
 	if err := c.appendTo(fw.builder, &c.idx, op, tx, seq, before, after, unavailable); err != nil {
 		return err
 	}
-	return fw.pw.RowDone()
+	if err := fw.pw.RowDone(); err != nil {
+		return err
+	}
+	if full(fw.rows(), fw.bytes(), fw.target) {
+		df, err := fw.close()
+		if err != nil {
+			return err
+		}
+		c.closed = append(c.closed, df)
+		delete(c.files, utcDay(tx.commitTS))
+	}
+	return nil
 }
 
 // utcDay is the day of t, in days since 1970-01-01 UTC.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -192,7 +193,7 @@ func (r *rewrite) run(ctx context.Context, fs icebergio.WriteFileIO, base *table
 	}
 	if len(kept) > 0 {
 		sortDeletes(kept)
-		if r.kept, err = writePositionDeletes(ctx, fs, dataPath(base, ""), base.Spec(), kept); err != nil {
+		if r.kept, err = writePositionDeletes(ctx, fs, dataPath(base, ""), base.Spec(), kept, rewriteLayout(base)); err != nil {
 			return err
 		}
 		r.written += r.kept.FileSizeBytes()
@@ -234,6 +235,8 @@ func sortDeletes(dels []posDelete) {
 
 // rewriteOut writes a rewrite's rows into new data files, rolling to a new
 // one past the target size.
+//
+// Its files follow the table's Parquet settings (see rewriteLayout).
 type rewriteOut struct {
 	fs     icebergio.WriteFileIO
 	tbl    *table.Table
@@ -360,7 +363,7 @@ func (o *rewriteOut) open() error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", o.path, err)
 	}
-	if o.w, err = parquetx.NewColumnWriter(o.asc, f, o.path); err != nil {
+	if o.w, err = parquetx.NewColumnWriterWith(o.asc, f, o.path, rewriteLayout(o.tbl)); err != nil {
 		_ = f.Close()
 		return err
 	}
@@ -409,3 +412,27 @@ func (o *rewriteOut) abort() {
 // errCompactionGone is a compaction whose table changed under it (a
 // TRUNCATE, a re-copy, a schema change): its files are dropped.
 var errCompactionGone = errors.New("the table changed since the compaction read it")
+
+// rewriteLayout is the Parquet settings of the files a compaction writes:
+// the table's properties (a bad value is the default here; the stream's
+// fileLayout has logged it), with a bloom filter on each identifier field
+// (a mirror's key columns) as the mirror's own data files have.
+func rewriteLayout(tbl *table.Table) parquetx.Options {
+	opts, _ := parquetx.OptionsFromProperties(tbl.Properties())
+	sc := tbl.Schema()
+	bloom := maps.Clone(opts.Bloom)
+	for _, id := range sc.IdentifierFieldIDs {
+		f, ok := sc.FindFieldByID(id)
+		if !ok {
+			continue
+		}
+		if bloom == nil {
+			bloom = map[string]bool{}
+		}
+		if _, set := bloom[f.Name]; !set {
+			bloom[f.Name] = true
+		}
+	}
+	opts.Bloom = bloom
+	return opts
+}

@@ -240,7 +240,8 @@ func (m *mirror) laterDeletes(ctx context.Context, j *compactJob) (icego.DataFil
 		return nil, nil
 	}
 	sortDeletes(later)
-	df, err := writePositionDeletes(ctx, m.fs, dataPath(m.tbl, ""), m.tbl.Spec(), later)
+	opts, _ := m.fileLayout()
+	df, err := writePositionDeletes(ctx, m.fs, dataPath(m.tbl, ""), m.tbl.Spec(), later, opts)
 	if err != nil {
 		r.discard(m.fs)
 		return nil, err

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
 // CompactOnce merges a table's small files with their position deletes
@@ -50,7 +52,7 @@ func TestCompactOnce(t *testing.T) {
 	}
 	sortDeletes(dels)
 	fs := mustFS(t, tbl)
-	ddf, err := writePositionDeletes(ctx, fs, dataPath(tbl, ""), tbl.Spec(), dels)
+	ddf, err := writePositionDeletes(ctx, fs, dataPath(tbl, ""), tbl.Spec(), dels, parquetx.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/iceberg/keyindex"
-	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
 // PropCopyLSN is the mirror table property that marks its initial copy
@@ -230,7 +229,11 @@ func (w *CopyWriter) Row(row decode.Tuple) error {
 		return err
 	}
 	// The file's size changes only when a batch is written.
-	if w.fw.rows()%parquetx.BatchRows == 0 && w.fw.bytes() >= copyFileTarget || w.keys.Size() >= copyKeysTarget {
+	target := w.fw.target
+	if target == 0 {
+		target = copyFileTarget
+	}
+	if full(w.fw.rows(), w.fw.bytes(), target) || w.keys.Size() >= copyKeysTarget {
 		return w.closeFile()
 	}
 	return nil

@@ -24,9 +24,17 @@ type fileWriter struct {
 	content   icego.ManifestEntryContent
 	props     icego.Properties
 	pw        *parquetx.Writer
+	target    int64 // bytes at which the file should end (see full); 0: none
 }
 
+// newFileWriter opens a file of the default Parquet settings.
 func newFileWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec icego.PartitionSpec, partition map[int]any, content icego.ManifestEntryContent, props icego.Properties) (*fileWriter, error) {
+	return newFileWriterWith(fs, path, sc, spec, partition, content, props, parquetx.Options{}, 0)
+}
+
+// newFileWriterWith opens a file of the Parquet settings opts that should
+// end at target bytes (0: none; see fileLayout).
+func newFileWriterWith(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec icego.PartitionSpec, partition map[int]any, content icego.ManifestEntryContent, props icego.Properties, opts parquetx.Options, target int64) (*fileWriter, error) {
 	asc, err := table.SchemaToArrowSchema(sc, nil, true, false)
 	if err != nil {
 		return nil, fmt.Errorf("arrow schema for %s: %w", path, err)
@@ -35,12 +43,12 @@ func newFileWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	pw, err := parquetx.NewWriter(asc, out, path)
+	pw, err := parquetx.NewWriterWith(asc, out, path, opts)
 	if err != nil {
 		_ = out.Close()
 		return nil, err
 	}
-	return &fileWriter{fs: fs, path: path, schema: sc, spec: spec, partition: partition, content: content, props: props, pw: pw}, nil
+	return &fileWriter{fs: fs, path: path, schema: sc, spec: spec, partition: partition, content: content, props: props, pw: pw, target: target}, nil
 }
 
 // builder returns the builder of top-level field i.
@@ -111,8 +119,9 @@ type posDelete struct {
 // delete may target a data file added in the same snapshot, which
 // iceberg-go's commit validation would reject as missing, and the check
 // scans every manifest of the table on each commit.
-func writePositionDeletes(ctx context.Context, fs icebergio.WriteFileIO, path string, spec icego.PartitionSpec, dels []posDelete) (icego.DataFile, error) {
-	fw, err := newFileWriter(fs, path, icego.PositionalDeleteSchema, spec, nil, icego.EntryContentPosDeletes, nil)
+// opts are the table's Parquet settings (see deleteFileLayout).
+func writePositionDeletes(ctx context.Context, fs icebergio.WriteFileIO, path string, spec icego.PartitionSpec, dels []posDelete, opts parquetx.Options) (icego.DataFile, error) {
+	fw, err := newFileWriterWith(fs, path, icego.PositionalDeleteSchema, spec, nil, icego.EntryContentPosDeletes, nil, deleteFileLayout(opts), 0)
 	if err != nil {
 		return nil, err
 	}

@@ -45,8 +45,9 @@ type deferredWriter struct {
 
 // newDeferredWriter opens a file of the table schema sc whose top-level
 // fields named in late are written at finish. pos maps each top-level
-// field of sc to its builder (-1 for a late field).
-func newDeferredWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec icego.PartitionSpec, props icego.Properties, late []string) (d *deferredWriter, pos []int, err error) {
+// field of sc to its builder (-1 for a late field). opts are its Parquet
+// settings.
+func newDeferredWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec icego.PartitionSpec, props icego.Properties, late []string, opts parquetx.Options) (d *deferredWriter, pos []int, err error) {
 	asc, err := tableArrowSchema(sc)
 	if err != nil {
 		return nil, nil, err
@@ -65,7 +66,7 @@ func newDeferredWriter(fs icebergio.WriteFileIO, path string, sc *icego.Schema, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	pw, err := parquetx.NewColumnWriter(arrow.NewSchema(append(slices.Clone(lead), tail...), nil), out, path)
+	pw, err := parquetx.NewColumnWriterWith(arrow.NewSchema(append(slices.Clone(lead), tail...), nil), out, path, opts)
 	if err != nil {
 		_ = out.Close()
 		return nil, nil, err
@@ -166,7 +167,8 @@ func (l *specLog) append(op decode.Op, xid uint32, seq int64, before, after deco
 			return fmt.Errorf("%s: more than %d rows: %w", l.c.name(), specMaxFiles*specRowGroupRows, errSpecUnsupported)
 		}
 		dir := "commit_ts_day=" + time.Unix(int64(l.day)*86400, 0).UTC().Format("2006-01-02")
-		d, pos, err := newDeferredWriter(l.c.fs, dataPath(l.c.tbl, dir), l.c.tbl.Schema(), l.c.tbl.Spec(), l.c.tbl.Properties(), []string{colLSN, colCommitTS})
+		opts, _ := l.c.fileLayout()
+		d, pos, err := newDeferredWriter(l.c.fs, dataPath(l.c.tbl, dir), l.c.tbl.Schema(), l.c.tbl.Spec(), l.c.tbl.Properties(), []string{colLSN, colCommitTS}, opts)
 		if err != nil {
 			return err
 		}

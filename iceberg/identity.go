@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,7 +41,10 @@ func (s *Sink) openOwn(ctx context.Context, ident table.Identifier, rel *decode.
 		return nil, err
 	}
 	oid := strconv.FormatUint(uint64(rel.ID), 10)
-	t, err := s.openTable(ctx, ident, sc, spec, icego.Properties{PropSourceOID: oid})
+	extra := icego.Properties{}
+	maps.Copy(extra, s.cfg.Rules.Policies(rel.QualifiedName()).Properties)
+	extra[PropSourceOID] = oid
+	t, err := s.openTable(ctx, ident, sc, spec, extra)
 	if err != nil {
 		return nil, err
 	}

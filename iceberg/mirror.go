@@ -150,9 +150,11 @@ func (m *mirror) appendKey(b []byte, t decode.Tuple) ([]byte, error) {
 	return b, nil
 }
 
-// newDataFile opens a new data file for rows of the mirror.
+// newDataFile opens a new data file for rows of the mirror, of the
+// table's current settings (see dataFileLayout).
 func (m *mirror) newDataFile() (*fileWriter, error) {
-	return newFileWriter(m.fs, dataPath(m.tbl, ""), m.tbl.Schema(), m.tbl.Spec(), nil, icego.EntryContentData, m.tbl.Properties())
+	opts, target := m.dataFileLayout()
+	return newFileWriterWith(m.fs, dataPath(m.tbl, ""), m.tbl.Schema(), m.tbl.Spec(), nil, icego.EntryContentData, m.tbl.Properties(), opts, target)
 }
 
 // appendRow writes a full row's values to the builders of a file's
@@ -206,7 +208,15 @@ func (m *mirror) insert(b *batch, idx rowIndex, row decode.Tuple, k string) erro
 		m.deleteKey(b, idx, k) // an insert over a live key replaces it (replays, copy overlap)
 	}
 	idx.Set(k, keyindex.Loc{File: b.pendingID, Pos: b.pending.rows()})
-	return b.pending.pw.RowDone()
+	if err := b.pending.pw.RowDone(); err != nil {
+		return err
+	}
+	if full(b.pending.rows(), b.pending.bytes(), b.pending.target) {
+		// The next row opens a new file with a new file ID in the key
+		// index; the flush commits every file of the batch (closed).
+		return b.rotate()
+	}
+	return nil
 }
 
 // keyText renders a row's key for error messages.
@@ -323,7 +333,8 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 	}
 	if len(m.deletes) > 0 {
 		sortDeletes(m.deletes)
-		df, err := writePositionDeletes(ctx, m.fs, dataPath(m.tbl, ""), m.tbl.Spec(), m.deletes)
+		opts, _ := m.fileLayout()
+		df, err := writePositionDeletes(ctx, m.fs, dataPath(m.tbl, ""), m.tbl.Spec(), m.deletes, opts)
 		if err != nil {
 			return err
 		}

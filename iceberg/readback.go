@@ -186,13 +186,13 @@ func columnIndexOf(rec arrow.RecordBatch, id int) int {
 
 // rotate closes this flush's open data file so its rows can be read back;
 // the next row starts a new file. Both are committed by the flush.
-func (m *mirror) rotate() error {
-	df, err := m.pending.close()
+func (b *batch) rotate() error {
+	df, err := b.pending.close()
 	if err != nil {
 		return err
 	}
-	m.closed = append(m.closed, df)
-	m.pending = nil
+	b.closed = append(b.closed, df)
+	b.pending = nil
 	return nil
 }
 

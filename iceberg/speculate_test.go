@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
 // A changelog file written ahead of its commit gets the commit's LSN and
@@ -29,7 +30,7 @@ func TestDeferredChangelogFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "changes.parquet")
-	d, pos, err := newDeferredWriter(icebergio.LocalFS{}, path, sc, ChangelogSpec(sc), nil, []string{colLSN, colCommitTS})
+	d, pos, err := newDeferredWriter(icebergio.LocalFS{}, path, sc, ChangelogSpec(sc), nil, []string{colLSN, colCommitTS}, parquetx.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

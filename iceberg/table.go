@@ -49,6 +49,7 @@ type icebergTable struct {
 	// bindErr is a source column whose type the schema cannot hold (see
 	// lenientBind): writing a row is an error until the schema evolves.
 	bindErr error
+	layout  layout // file settings from the table's properties (see fileLayout)
 	// log and stats (may be nil) take expiry failures, which never fail
 	// the commit that triggered them.
 	log   *slog.Logger

@@ -74,12 +74,13 @@ func ReadConfig(path string) (*Overrides, error) {
 var (
 	topKeys   = []string{"rules", "tables"}
 	ruleKeys  = []string{"type", "column", "to", "lossy", "zone", "added_later"}
-	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention", "compaction"}
+	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention", "compaction", "properties"}
 	// retentionKeys are a tables entry's retention block's.
 	retentionKeys = []string{"max_snapshot_age", "min_snapshots"}
 	boolKeys      = []string{"added_later", "enabled"}
 	// compactionKeys are those of a tables entry's compaction map.
 	compactionKeys = []string{"enabled", "min_input_files", "max_live_files", "max_delete_files", "delete_ratio", "target_file_size_bytes"}
+	mapKeys        = []string{"properties"} // a map of single values
 )
 
 // decodeConfig parses the file's YAML and checks its shape (which keys,
@@ -167,6 +168,10 @@ func checkKeys(e *ConfigError, m *yaml.Node, where string, allowed []string, sca
 			checkKeys(e, val, where+": compaction", compactionKeys, true)
 			continue
 		}
+		if slices.Contains(mapKeys, key.Value) {
+			checkScalarMap(e, val, where+": "+key.Value)
+			continue
+		}
 		if val.Kind != yaml.ScalarNode {
 			e.Add(val.Line, "%s: %s must be a single value, not %s", where, key.Value, kindName(val))
 			continue
@@ -175,6 +180,19 @@ func checkKeys(e *ConfigError, m *yaml.Node, where string, allowed []string, sca
 			if _, err := strconv.ParseBool(val.Value); err != nil {
 				e.Add(val.Line, "%s: %s is %q; use true or false", where, key.Value, val.Value)
 			}
+		}
+	}
+}
+
+// checkScalarMap checks that m is a map of single values.
+func checkScalarMap(e *ConfigError, m *yaml.Node, where string) {
+	if m.Kind != yaml.MappingNode {
+		e.Add(m.Line, "%s must be a map of names to values, not %s", where, kindName(m))
+		return
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if key, val := m.Content[i], m.Content[i+1]; val.Kind != yaml.ScalarNode {
+			e.Add(val.Line, "%s: %s must be a single value, not %s", where, key.Value, kindName(val))
 		}
 	}
 }

@@ -20,13 +20,17 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown rule key", "rules:\n  - type: numeric\n    to: string\n  - colum: a.b.c\n    to: exclude\n",
 			`configuration:4: rule 2: unknown key "colum" (the keys are type, column, to, lossy, zone, added_later)`},
 		{"unknown table key", "tables:\n  - table: a.b\n    typechange: fail\n",
-			`configuration:3: tables entry 1: unknown key "typechange" (the keys are table, type_change, drop_table, added_later, retention, compaction)`},
+			`configuration:3: tables entry 1: unknown key "typechange" (the keys are table, type_change, drop_table, added_later, retention, compaction, properties)`},
 		{"unknown compaction key", "tables:\n  - table: a.b\n    compaction:\n      enable: false\n",
 			`configuration:4: tables entry 1: compaction: unknown key "enable" (the keys are enabled, min_input_files, max_live_files, max_delete_files, delete_ratio, target_file_size_bytes)`},
 		{"compaction enabled not a bool", "tables:\n  - table: a.b\n    compaction:\n      enabled: no way\n",
 			`configuration:4: tables entry 1: compaction: enabled is "no way"; use true or false`},
 		{"compaction out of range", "tables:\n  - table: a.b\n    compaction:\n      delete_ratio: 2\n      min_input_files: 1\n",
 			"configuration:2: tables entry 1: compaction min_input_files is 1; use 2 or more"},
+		{"properties not a map", "tables:\n  - table: a.b\n    properties: zstd\n",
+			`configuration:3: tables entry 1: properties must be a map of names to values, not the value "zstd"`},
+		{"a property a list", "tables:\n  - table: a.b\n    properties:\n      write.parquet.compression-codec: [zstd]\n",
+			"configuration:4: tables entry 1: properties: write.parquet.compression-codec must be a single value, not a list"},
 		{"every problem at once", "rules:\n  - type: numeric\n    to: strin\n  - colum: a.b.c\n    to: exclude\n",
 			"configuration:4: rule 2: unknown key \"colum\" (the keys are type, column, to, lossy, zone, added_later)"},
 		{"indentation, further down", "rules:\n  - type: numeric\n    to: string\n  - column: a.b.c\n  to: exclude\n",
@@ -61,6 +65,21 @@ func TestConfigErrors(t *testing.T) {
 	want := "configuration:2: rule 1: to: \"strin\"; use string, decimal(P,S), timestamptz or exclude\nconfiguration:4: rule 2: column \"a.b\" must be schema.table.column"
 	if err == nil || err.Error() != want {
 		t.Errorf("two problems: error =\n%v\nwant\n%s", err, want)
+	}
+}
+
+// A tables entry's properties reach Policies, the * entry's for a table
+// without its own.
+func TestConfigProperties(t *testing.T) {
+	o, err := ParseOverrides([]byte("tables:\n  - table: '*'\n    properties:\n      write.parquet.compression-codec: gzip\n  - table: s.t\n    properties:\n      write.parquet.compression-codec: snappy\n      write.target-file-size-bytes: 1048576\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.Policies("s.t").Properties; len(got) != 2 || got["write.parquet.compression-codec"] != "snappy" || got["write.target-file-size-bytes"] != "1048576" {
+		t.Errorf("Policies(s.t).Properties = %v, want snappy and 1048576", got)
+	}
+	if got := o.Policies("s.u").Properties; len(got) != 1 || got["write.parquet.compression-codec"] != "gzip" {
+		t.Errorf("Policies(s.u).Properties = %v, want the * entry's gzip", got)
 	}
 }
 

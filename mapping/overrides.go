@@ -70,6 +70,10 @@ type TablePolicies struct {
 	// Compaction overrides the table's compaction policy (its mirror's and
 	// changelog's pg2iceberg.compaction.* properties); nil: none.
 	Compaction *CompactionPolicy `yaml:"compaction"`
+	// Properties are Iceberg table properties set on the table's Iceberg
+	// tables when the bridge creates them (write.parquet.compression-codec,
+	// ...); a table that exists keeps its own.
+	Properties map[string]string `yaml:"properties"`
 	// Line is the entry's line in the file.
 	Line int `yaml:"-"`
 }

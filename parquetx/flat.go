@@ -16,7 +16,7 @@ import (
 )
 
 // parquetOut is the Parquet side of a Writer: batches of rows in, row
-// groups of rowGroupRows rows or rowGroupTarget bytes out.
+// groups of rowGroupRows rows or the options' row group bytes out.
 type parquetOut interface {
 	write(rec arrow.RecordBatch) error
 	rowGroupBytes() int64 // bytes of the open row group so far
@@ -26,26 +26,29 @@ type parquetOut interface {
 
 // newParquetOut returns the flat writer for a schema it can write, else
 // pqarrow's.
-func newParquetOut(asc *arrow.Schema, w io.Writer) (parquetOut, error) {
+func newParquetOut(asc *arrow.Schema, w io.Writer, opts Options) (parquetOut, error) {
 	if flatSchema(asc) {
-		return newFlatOut(asc, w)
+		return newFlatOut(asc, w, opts)
 	}
-	pw, err := newParquetWriter(asc, w)
+	pw, err := newParquetWriter(asc, w, opts.props())
 	if err != nil {
 		return nil, err
 	}
-	return &arrowOut{pw: pw}, nil
+	return &arrowOut{pw: pw, rgBytes: opts.rowGroupBytes()}, nil
 }
 
 // arrowOut writes through pqarrow, which handles every type (nested ones
 // with their repetition and definition levels).
-type arrowOut struct{ pw *parquetWriter }
+type arrowOut struct {
+	pw      *parquetWriter
+	rgBytes int64 // bytes at which a row group ends
+}
 
 func (o *arrowOut) write(rec arrow.RecordBatch) error {
 	if err := o.pw.writeBuffered(rec); err != nil {
 		return err
 	}
-	if n, _ := o.pw.RowGroupNumRows(); n >= rowGroupRows || o.pw.RowGroupTotalBytesWritten() >= rowGroupTarget {
+	if n, _ := o.pw.RowGroupNumRows(); n >= rowGroupRows || o.pw.RowGroupTotalBytesWritten() >= o.rgBytes {
 		o.pw.NewBufferedRowGroup()
 	}
 	return nil
@@ -85,6 +88,7 @@ type flatOut struct {
 	w        *file.Writer
 	rg       file.BufferedRowGroupWriter
 	rows     int
+	rgBytes  int64 // bytes at which a row group ends
 	nullable []bool
 	defs     []int16 // definition levels of the batch being written
 	ones     []int16 // definition levels of a batch without nulls
@@ -96,8 +100,8 @@ type flatOut struct {
 	scratch  []byte                      // the big-endian bytes of larger decimals
 }
 
-func newFlatOut(asc *arrow.Schema, w io.Writer) (*flatOut, error) {
-	props := writerProps()
+func newFlatOut(asc *arrow.Schema, w io.Writer, opts Options) (*flatOut, error) {
+	props := opts.props()
 	sc, err := flatParquetSchema(asc, props)
 	if err != nil {
 		return nil, err
@@ -110,7 +114,7 @@ func newFlatOut(asc *arrow.Schema, w io.Writer) (*flatOut, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &flatOut{w: fw}
+	o := &flatOut{w: fw, rgBytes: opts.rowGroupBytes()}
 	for _, f := range asc.Fields() {
 		o.nullable = append(o.nullable, f.Nullable)
 	}
@@ -163,7 +167,7 @@ func (o *flatOut) writeRows(rec arrow.RecordBatch) error {
 			return fmt.Errorf("column %s: %w", rec.Schema().Field(i).Name, err)
 		}
 	}
-	if o.rows += int(rec.NumRows()); o.rows >= rowGroupRows || o.rowGroupBytes() >= rowGroupTarget {
+	if o.rows += int(rec.NumRows()); o.rows >= rowGroupRows || o.rowGroupBytes() >= o.rgBytes {
 		return o.closeRowGroup()
 	}
 	return nil

@@ -159,8 +159,8 @@ func TestFlatOutSameFile(t *testing.T) {
 		rowGroupRows, rowGroupTarget = bound.rows, bound.bytes
 		var a, f bytes.Buffer
 		acw, fcw := newCountingWriter(&a), newCountingWriter(&f)
-		groups := write(&arrowOut{pw: annotatingWriter(t, asc, acw)}, acw)
-		fo, err := newFlatOut(asc, fcw)
+		groups := write(&arrowOut{pw: annotatingWriter(t, asc, acw), rgBytes: rowGroupTarget}, acw)
+		fo, err := newFlatOut(asc, fcw, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +180,7 @@ func TestFlatOutSameFile(t *testing.T) {
 	bad := bld.NewRecordBatch()
 	defer bad.Release()
 	var f bytes.Buffer
-	fo, err := newFlatOut(asc, newCountingWriter(&f))
+	fo, err := newFlatOut(asc, newCountingWriter(&f), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestFlatOutSameFile(t *testing.T) {
 			}
 		}
 		rec := bld.NewRecordBatch()
-		fo, err := newFlatOut(asc, newCountingWriter(&f))
+		fo, err := newFlatOut(asc, newCountingWriter(&f), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

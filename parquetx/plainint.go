@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 )
@@ -129,11 +130,11 @@ type parquetWriter struct {
 
 // newParquetWriter returns a pqarrow writer of the table's settings for
 // data of schema asc.
-func newParquetWriter(asc *arrow.Schema, w io.Writer) (*parquetWriter, error) {
+func newParquetWriter(asc *arrow.Schema, w io.Writer, props *parquet.WriterProperties) (*parquetWriter, error) {
 	fields, _ := plainIntFields(asc.Fields())
 	meta := asc.Metadata()
 	sc := arrow.NewSchema(fields, &meta)
-	pw, err := pqarrow.NewFileWriter(sc, w, writerProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(dataAlloc)))
+	pw, err := pqarrow.NewFileWriter(sc, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(dataAlloc)))
 	if err != nil {
 		return nil, err
 	}

@@ -166,9 +166,11 @@ func TestNestedPlainInt32(t *testing.T) {
 		}
 		return df, b
 	}
-	refDF, ref := write("pqarrow.parquet", func(cw *countingWriter) parquetOut { return &arrowOut{pw: annotatingWriter(t, asc, cw)} })
+	refDF, ref := write("pqarrow.parquet", func(cw *countingWriter) parquetOut {
+		return &arrowOut{pw: annotatingWriter(t, asc, cw), rgBytes: rowGroupTarget}
+	})
 	df, got := write("bridge.parquet", func(cw *countingWriter) parquetOut {
-		o, err := newParquetOut(asc, cw)
+		o, err := newParquetOut(asc, cw, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -365,7 +367,7 @@ func BenchmarkNestedWrite(b *testing.B) {
 		name string
 		open func(*countingWriter) (*parquetWriter, error)
 	}{
-		{"plain", func(cw *countingWriter) (*parquetWriter, error) { return newParquetWriter(asc, cw) }},
+		{"plain", func(cw *countingWriter) (*parquetWriter, error) { return newParquetWriter(asc, cw, writerProps()) }},
 		{"annotated", func(cw *countingWriter) (*parquetWriter, error) {
 			pw, err := pqarrow.NewFileWriter(asc, cw, writerProps(), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(dataAlloc)))
 			return &parquetWriter{FileWriter: pw, sc: asc}, err
@@ -378,7 +380,7 @@ func BenchmarkNestedWrite(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				o := &arrowOut{pw: pw}
+				o := &arrowOut{pw: pw, rgBytes: rowGroupTarget}
 				for range 4 {
 					if err := o.write(rec); err != nil {
 						b.Fatal(err)

@@ -7,8 +7,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
@@ -27,27 +25,6 @@ var (
 	rowGroupRows   = 1 << 20
 	rowGroupTarget = int64(32 << 20)
 )
-
-// writerProps are the Parquet settings of every file written.
-func writerProps() *parquet.WriterProperties {
-	return parquet.NewWriterProperties(
-		// zstd's fastest level: about half the CPU of its default level,
-		// which Parquet writing spends most of, for files of about the
-		// same size (row groups of similar values compress well either way).
-		parquet.WithCompression(compress.Codecs.Zstd),
-		parquet.WithCompressionLevel(1),
-		parquet.WithStats(true),
-		// Iceberg's Parquet mapping: decimals of precision <= 9 as INT32,
-		// <= 18 as INT64, larger as FIXED_LEN_BYTE_ARRAY.
-		parquet.WithStoreDecimalAsInteger(true),
-		parquet.WithMaxRowGroupLength(int64(rowGroupRows)),
-		// A column whose dictionary outgrows 64 KiB (unique keys, LSNs,
-		// hashes) falls back to plain encoding early instead of hashing
-		// every value of the row group; low-cardinality columns keep theirs.
-		parquet.WithDictionaryPageSizeLimit(64<<10),
-		parquet.WithAllocator(dataAlloc),
-	)
-}
 
 // countingWriter buffers what is written to a file and counts the bytes.
 // The Parquet writer writes a page header and its data separately, and
@@ -138,8 +115,16 @@ type binaryData interface {
 // name, which Close and Abort close. On error out is left open. Its errors
 // name the file.
 func NewWriter(asc *arrow.Schema, out io.WriteCloser, name string) (*Writer, error) {
+	return NewWriterWith(asc, out, name, Options{})
+}
+
+// NewWriterWith is NewWriter with the Parquet settings opts.
+func NewWriterWith(asc *arrow.Schema, out io.WriteCloser, name string, opts Options) (*Writer, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("parquet settings for %s: %w", name, err)
+	}
 	o := newOutput(out, name)
-	pw, err := newParquetOut(asc, o.cw)
+	pw, err := newParquetOut(asc, o.cw, opts)
 	if err != nil {
 		return nil, fmt.Errorf("parquet writer for %s: %w", name, err)
 	}
@@ -228,8 +213,17 @@ type ColumnWriter struct {
 // file name, which Close and Abort close. On error out is left open. Its
 // errors name the file.
 func NewColumnWriter(asc *arrow.Schema, out io.WriteCloser, name string) (*ColumnWriter, error) {
+	return NewColumnWriterWith(asc, out, name, Options{})
+}
+
+// NewColumnWriterWith is NewColumnWriter with the Parquet settings opts
+// (the file has one row group: its size settings do not apply).
+func NewColumnWriterWith(asc *arrow.Schema, out io.WriteCloser, name string, opts Options) (*ColumnWriter, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("parquet settings for %s: %w", name, err)
+	}
 	o := newOutput(out, name)
-	pw, err := newParquetWriter(asc, o.cw)
+	pw, err := newParquetWriter(asc, o.cw, opts.props())
 	if err != nil {
 		return nil, fmt.Errorf("parquet writer for %s: %w", name, err)
 	}
