@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -274,6 +275,14 @@ func TestCompactionOff(t *testing.T) {
 		t.Fatalf("maintain: %v, live files %d → %d; output:\n%s", err, before, after, out)
 	}
 	t.Logf("maintain compacted the mirror from %d to %d live files:\n%s", before, after, out)
+	// The rewritten files keep the table's layout: zstd and the key's bloom
+	// filter, as DuckDB reads their footers.
+	data, _ := liveFilePaths(t, tg, "public.items")
+	for _, f := range parquetFooters(t, [][2]any{}, data) {
+		if !slices.Equal(f.Codecs, []string{"ZSTD"}) || !slices.Contains(f.Bloom, "id") {
+			t.Errorf("compacted file %s: codecs %v, bloom filters on %v; want ZSTD and one on id", f.File, f.Codecs, f.Bloom)
+		}
+	}
 	want := pgRows(t, conn, compactCols, "items")
 	compareRows(t, "iceberg-go", "items (compacted by maintain)", "id", icegoRows(t, tg, "public.items"), want)
 	b = startBridge(t, nil, runArgs(pg, "compact_pub", tg, "--flush-interval", "1s", "--config", cfg)...)
