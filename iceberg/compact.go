@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -420,19 +419,11 @@ var errCompactionGone = errors.New("the table changed since the compaction read 
 func rewriteLayout(tbl *table.Table) parquetx.Options {
 	opts, _ := parquetx.OptionsFromProperties(tbl.Properties())
 	sc := tbl.Schema()
-	bloom := maps.Clone(opts.Bloom)
+	var keys []string
 	for _, id := range sc.IdentifierFieldIDs {
-		f, ok := sc.FindFieldByID(id)
-		if !ok {
-			continue
-		}
-		if bloom == nil {
-			bloom = map[string]bool{}
-		}
-		if _, set := bloom[f.Name]; !set {
-			bloom[f.Name] = true
+		if f, ok := sc.FindFieldByID(id); ok {
+			keys = append(keys, f.Name)
 		}
 	}
-	opts.Bloom = bloom
-	return opts
+	return withKeyBlooms(opts, keys)
 }

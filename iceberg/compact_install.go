@@ -94,12 +94,8 @@ func (m *mirror) noteFlush(dels []icego.DataFile, truncated bool) {
 // liveCounts returns the live data and delete files and rows of the
 // current snapshot, and its deleted rows, from its summary.
 func liveCounts(tbl *table.Table) (data, deletes int, rows, deleted int64) {
-	snap := tbl.CurrentSnapshot()
-	if snap == nil || snap.Summary == nil {
-		return 0, 0, 0, 0
-	}
-	p := icego.Properties(snap.Summary.Properties)
-	return p.GetInt("total-data-files", 0), p.GetInt("total-delete-files", 0), p.GetInt64("total-records", 0), p.GetInt64("total-position-deletes", 0)
+	l := LiveFilesOf(tbl.CurrentSnapshot())
+	return int(l.Data), int(l.Deletes), l.Records, l.PositionDeletes
 }
 
 // startCompaction starts a job that plans and rewrites the table as of

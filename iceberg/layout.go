@@ -54,17 +54,30 @@ func (m *mirror) dataFileLayout() (parquetx.Options, int64) {
 	if m.rel.WholeRow {
 		return opts, target
 	}
+	keys := make([]string, len(m.keyCols))
+	for j, i := range m.keyCols {
+		keys[j] = m.rel.Columns[i].Name
+	}
+	return withKeyBlooms(opts, keys), target
+}
+
+// withKeyBlooms is opts with a bloom filter on each key column the
+// properties do not decide themselves (they may turn one off).
+func withKeyBlooms(opts parquetx.Options, keys []string) parquetx.Options {
+	if len(keys) == 0 {
+		return opts
+	}
 	bloom := maps.Clone(opts.Bloom)
 	if bloom == nil {
 		bloom = map[string]bool{}
 	}
-	for _, i := range m.keyCols {
-		if _, set := bloom[m.rel.Columns[i].Name]; !set {
-			bloom[m.rel.Columns[i].Name] = true
+	for _, k := range keys {
+		if _, set := bloom[k]; !set {
+			bloom[k] = true
 		}
 	}
 	opts.Bloom = bloom
-	return opts, target
+	return opts
 }
 
 // deleteFileLayout is the Parquet settings of a position delete file: the

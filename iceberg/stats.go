@@ -73,15 +73,19 @@ type TableStatus struct {
 	LastCompaction time.Time
 }
 
-// LiveFiles are the files of a table's current snapshot, and their size.
+// LiveFiles are the files of a table's current snapshot, their size, and
+// the rows and position deletes they hold.
 type LiveFiles struct {
-	Data, Deletes int64
-	Bytes         int64 // data and delete files together
+	Data, Deletes   int64
+	Bytes           int64 // data and delete files together
+	Records         int64 // rows of the data files, deleted ones included
+	PositionDeletes int64
 }
 
 // LiveFilesOf reads a snapshot's live files from the totals in its
 // summary, which every writer keeps (Iceberg's total-data-files,
-// total-delete-files, total-files-size): no manifest is read.
+// total-delete-files, total-files-size, total-records,
+// total-position-deletes): no manifest is read.
 func LiveFilesOf(snap *table.Snapshot) LiveFiles {
 	if snap == nil || snap.Summary == nil {
 		return LiveFiles{}
@@ -90,7 +94,8 @@ func LiveFilesOf(snap *table.Snapshot) LiveFiles {
 		v, _ := strconv.ParseInt(snap.Summary.Properties[k], 10, 64)
 		return v
 	}
-	return LiveFiles{Data: n("total-data-files"), Deletes: n("total-delete-files"), Bytes: n("total-files-size")}
+	return LiveFiles{Data: n("total-data-files"), Deletes: n("total-delete-files"), Bytes: n("total-files-size"),
+		Records: n("total-records"), PositionDeletes: n("total-position-deletes")}
 }
 
 // Status lists every Iceberg table's watermark.
