@@ -330,39 +330,40 @@ func lsnOf(t *testing.T, conn *pgx.Conn, sql string, args ...any) pglogrepl.LSN 
 }
 
 // waitCaughtUp waits until the slot has acknowledged everything written so
-// far: every change is committed to Iceberg.
+// far: every change is committed to Iceberg. The bridge exiting first fails
+// the test.
 func waitCaughtUp(t *testing.T, conn *pgx.Conn, slot string, b *bridge) {
+	t.Helper()
+	if !waitAcked(t, conn, slot, b) {
+		t.Fatalf("bridge exited (%v) before catching up; log:\n%s", b.err, tail(b.log(), 40))
+	}
+}
+
+// waitCommittedOrExit is waitCaughtUp that returns when the bridge exits
+// first (a test's crash point).
+func waitCommittedOrExit(t *testing.T, conn *pgx.Conn, slot string, b *bridge) {
+	t.Helper()
+	waitAcked(t, conn, slot, b)
+}
+
+// waitAcked waits until the slot has acknowledged everything written so
+// far (true) or the bridge b (may be nil) has exited (false); 3 minutes at
+// most.
+func waitAcked(t *testing.T, conn *pgx.Conn, slot string, b *bridge) bool {
 	t.Helper()
 	want := lsnOf(t, conn, "SELECT pg_current_wal_insert_lsn()::text")
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
-		got := lsnOf(t, conn, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", slot)
-		if got >= want {
-			return
+		if lsnOf(t, conn, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", slot) >= want {
+			return true
 		}
 		if b != nil && !b.running() {
-			t.Fatalf("bridge exited (%v) before catching up; log:\n%s", b.err, tail(b.log(), 40))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("slot %s did not reach %s within 3 minutes", slot, want)
-}
-
-// waitCommittedOrExit waits until the slot has acknowledged everything
-// written so far, or the bridge has exited (a test's crash point).
-func waitCommittedOrExit(t *testing.T, conn *pgx.Conn, slot string, b *bridge) {
-	t.Helper()
-	want := lsnOf(t, conn, "SELECT pg_current_wal_insert_lsn()::text")
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) && b.running() {
-		if lsnOf(t, conn, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", slot) >= want {
-			return
+			return false
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if b.running() {
-		t.Fatalf("slot %s did not reach %s within 3 minutes", slot, want)
-	}
+	t.Fatalf("slot %s did not reach %s within 3 minutes", slot, want)
+	return false
 }
 
 // waitReceived waits until the bridge serving metrics at addr has received

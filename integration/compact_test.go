@@ -7,13 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pg2iceberg/pg2iceberg/iceberg"
 	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
 
@@ -21,19 +21,8 @@ import (
 // snapshot, from its summary.
 func liveFiles(t *testing.T, tg target, name string) int {
 	t.Helper()
-	snap := icegoTable(t, tg, name).CurrentSnapshot()
-	if snap == nil || snap.Summary == nil {
-		return 0
-	}
-	n := 0
-	for _, k := range []string{"total-data-files", "total-delete-files"} {
-		v, err := strconv.Atoi(snap.Summary.Properties[k])
-		if err != nil {
-			t.Fatalf("%s: snapshot summary %s = %q", name, k, snap.Summary.Properties[k])
-		}
-		n += v
-	}
-	return n
+	l := iceberg.LiveFilesOf(icegoTable(t, tg, name).CurrentSnapshot())
+	return int(l.Data + l.Deletes)
 }
 
 // compactSource is a table of 2000 rows for the compaction tests. big is

@@ -245,9 +245,8 @@ func liveCounts(t *testing.T, tg target, name string) fileCounts {
 	if s == nil || s.Summary == nil {
 		t.Fatalf("%s has no snapshot", name)
 	}
-	data, _ := strconv.Atoi(s.Summary.Properties["total-data-files"])
-	dels, _ := strconv.Atoi(s.Summary.Properties["total-delete-files"])
-	return fileCounts{data, dels}
+	l := iceberg.LiveFilesOf(s)
+	return fileCounts{int(l.Data), int(l.Deletes)}
 }
 
 // sparkReplace requires the table's current snapshot to be a "replace"

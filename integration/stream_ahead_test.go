@@ -229,9 +229,6 @@ func TestStreamedTransactionAheadCrash(t *testing.T) {
 			exec1(t, conn, "INSERT INTO big VALUES (500000, 'after', 0)")
 			changes++
 			b.crashed(t, time.Minute)
-			if !strings.Contains(b.err.Error(), "killed") {
-				t.Fatalf("bridge exited with %v, want SIGKILL at %s; log:\n%s", b.err, crash, tail(b.log(), 20))
-			}
 			b = startBridge(t, nil, args...)
 			waitCaughtUp(t, conn, "pg2iceberg_big_pub", b)
 			b.stop(t)
