@@ -14,6 +14,7 @@ import (
 	"time"
 
 	icego "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -22,8 +23,9 @@ import (
 	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
 
-// icegoTable loads a table with iceberg-go from tg's catalog, on S3 too.
-func icegoTable(t *testing.T, tg target, name string) *table.Table {
+// withCatalog opens tg's catalog with iceberg-go (on S3 with the test
+// server's keys), runs fn on it and closes it.
+func withCatalog(t *testing.T, tg target, fn func(ctx context.Context, cat catalog.Catalog)) {
 	t.Helper()
 	ctx := context.Background()
 	if tg.s3 != nil {
@@ -40,11 +42,20 @@ func icegoTable(t *testing.T, tg target, name string) *table.Table {
 		t.Fatal(err)
 	}
 	defer iceberg.CloseCatalog(cat)
-	ns, tb, _ := strings.Cut(name, ".")
-	tbl, err := cat.LoadTable(ctx, table.Identifier{ns, tb})
-	if err != nil {
-		t.Fatalf("load %s: %v", name, err)
-	}
+	fn(ctx, cat)
+}
+
+// icegoTable loads a table with iceberg-go from tg's catalog, on S3 too.
+func icegoTable(t *testing.T, tg target, name string) *table.Table {
+	t.Helper()
+	var tbl *table.Table
+	withCatalog(t, tg, func(ctx context.Context, cat catalog.Catalog) {
+		ns, tb, _ := strings.Cut(name, ".")
+		var err error
+		if tbl, err = cat.LoadTable(ctx, table.Identifier{ns, tb}); err != nil {
+			t.Fatalf("load %s: %v", name, err)
+		}
+	})
 	return tbl
 }
 

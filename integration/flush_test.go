@@ -5,10 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/jackc/pglogrepl"
-
-	"github.com/pg2iceberg/pg2iceberg/iceberg"
 )
 
 // A batch is flushed at the first transaction boundary after --flush-rows
@@ -85,18 +84,14 @@ func TestFlushBytes(t *testing.T) {
 // tableNames lists the tables of a namespace in tg's catalog.
 func tableNames(t *testing.T, tg target, ns string) []string {
 	t.Helper()
-	ctx := context.Background()
-	cat, err := iceberg.OpenCatalog(ctx, iceberg.CatalogConfig{Warehouse: tg.warehouse, Catalog: tg.catalog})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer iceberg.CloseCatalog(cat)
 	var names []string
-	for ident, err := range cat.ListTables(ctx, table.Identifier{ns}) {
-		if err != nil {
-			t.Fatal(err)
+	withCatalog(t, tg, func(ctx context.Context, cat catalog.Catalog) {
+		for ident, err := range cat.ListTables(ctx, table.Identifier{ns}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, ident[len(ident)-1])
 		}
-		names = append(names, ident[len(ident)-1])
-	}
+	})
 	return names
 }

@@ -9,35 +9,29 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
-
-	"github.com/pg2iceberg/pg2iceberg/iceberg"
 )
 
 // currentSnapshots returns each named table's current snapshot id, 0 for a
 // table without one or not created yet.
 func currentSnapshots(t *testing.T, tg target, names ...string) map[string]int64 {
 	t.Helper()
-	ctx := context.Background()
-	cat, err := iceberg.OpenCatalog(ctx, iceberg.CatalogConfig{Warehouse: tg.warehouse, Catalog: tg.catalog})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer iceberg.CloseCatalog(cat)
 	out := map[string]int64{}
-	for _, name := range names {
-		ns, tb, _ := strings.Cut(name, ".")
-		tbl, err := cat.LoadTable(ctx, table.Identifier{ns, tb})
-		switch {
-		case errors.Is(err, catalog.ErrNoSuchTable):
-			out[name] = 0
-		case err != nil:
-			t.Fatalf("load %s: %v", name, err)
-		case tbl.CurrentSnapshot() != nil:
-			out[name] = tbl.CurrentSnapshot().SnapshotID
-		default:
-			out[name] = 0
+	withCatalog(t, tg, func(ctx context.Context, cat catalog.Catalog) {
+		for _, name := range names {
+			ns, tb, _ := strings.Cut(name, ".")
+			tbl, err := cat.LoadTable(ctx, table.Identifier{ns, tb})
+			switch {
+			case errors.Is(err, catalog.ErrNoSuchTable):
+				out[name] = 0
+			case err != nil:
+				t.Fatalf("load %s: %v", name, err)
+			case tbl.CurrentSnapshot() != nil:
+				out[name] = tbl.CurrentSnapshot().SnapshotID
+			default:
+				out[name] = 0
+			}
 		}
-	}
+	})
 	return out
 }
 
