@@ -9,12 +9,27 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/jackc/pglogrepl"
+
+	"github.com/pg2iceberg/pg2iceberg/iceberg"
 )
 
 // loadTable loads a table with iceberg-go from tg's catalog.
+//
+// The catalog stays open: tests commit through the table it returns (a
+// table from icegoTable, whose catalog is closed, cannot commit).
 func loadTable(t *testing.T, tg target, name string) *table.Table {
 	t.Helper()
-	return icegoTable(t, tg, name)
+	ctx := context.Background()
+	cat, err := iceberg.OpenCatalog(ctx, iceberg.CatalogConfig{Warehouse: tg.warehouse, Catalog: tg.catalog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, tb, _ := strings.Cut(name, ".")
+	tbl, err := cat.LoadTable(ctx, table.Identifier{ns, tb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
 }
 
 // waitColumns waits until iceberg-go reads the table's columns as want,
