@@ -34,7 +34,7 @@ var (
 	flagS3Endpoint = &cli.StringFlag{Name: "s3-endpoint", EnvVars: env("s3-endpoint"),
 		Usage: "S3-compatible endpoint, e.g. http://127.0.0.1:7070 (credentials come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the AWS profile)"}
 	flagConfig = &cli.StringFlag{Name: "config", EnvVars: env("config"),
-		Usage: "a YAML file of type mapping rules, e.g. rules: [{type: numeric, to: \"decimal(38,9)\"}, {column: public.users.ssn, to: exclude}] (see docs/type-mapping.md)"}
+		Usage: "a YAML file of settings (any flag, e.g. flush_interval: 5s), type mapping rules and per-table policies; check it with pg2iceberg config check FILE (see docs/configuration.md)"}
 	flagS3Region    = &cli.StringFlag{Name: "s3-region", EnvVars: env("s3-region"), Value: "us-east-1", Usage: "S3 region"}
 	flagS3PathStyle = &cli.BoolFlag{Name: "s3-path-style", EnvVars: env("s3-path-style"), Usage: "address buckets as host/bucket/key, not bucket.host/key (MinIO, versitygw)"}
 

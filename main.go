@@ -36,6 +36,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "pg2iceberg:", err)
 		os.Exit(1)
 	}
+	app := newApp()
+	if err := applySettings(app, os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "pg2iceberg:", err)
+		os.Exit(1)
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "pg2iceberg:", err)
+		os.Exit(1)
+	}
+}
+
+// newApp is the command line: every command, its flags and its error
+// handling.
+func newApp() *cli.App {
 	app := &cli.App{
 		Name:  "pg2iceberg",
 		Usage: "stream a PostgreSQL publication into Apache Iceberg tables",
@@ -45,15 +59,12 @@ func main() {
 		Flags: []cli.Flag{flagDebug},
 		Commands: []*cli.Command{
 			serveCommand(), repairCommand(), runCommand(), setupCommand(), backfillCommand(), statusCommand(), maintainCommand(), inspectCommand(),
-			snapshotsCommand(), readCommand(), diffCommand(), tagCommand(), branchCommand(), rollbackCommand(),
+			snapshotsCommand(), readCommand(), diffCommand(), tagCommand(), branchCommand(), rollbackCommand(), configCommand(),
 		},
 	}
 	commandFlags(app)
 	scrubActions(app)
-	if err := app.Run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "pg2iceberg:", err)
-		os.Exit(1)
-	}
+	return app
 }
 
 // signalContext is c's context, done at SIGINT or SIGTERM.

@@ -56,13 +56,15 @@ func (e *ConfigError) Err() error {
 	return e
 }
 
-// ReadConfig reads and checks the configuration file at path.
+// ReadConfig reads and checks the rules and tables of the configuration
+// file at path. Its other top-level keys are the command's settings, read
+// and checked by the command line (package main), not here.
 func ReadConfig(path string) (*Overrides, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read --config: %w", err)
 	}
-	o, err := parseConfig(path, data)
+	o, err := parseConfig(path, data, true)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +87,9 @@ var (
 
 // decodeConfig parses the file's YAML and checks its shape (which keys,
 // lists and single values go where) before decoding it into r.
-func decodeConfig(name string, data []byte, r *Overrides) *ConfigError {
+// With settings, top-level keys other than rules and tables are left to
+// the caller.
+func decodeConfig(name string, data []byte, r *Overrides, settings bool) *ConfigError {
 	e := &ConfigError{File: name}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -101,7 +105,9 @@ func decodeConfig(name string, data []byte, r *Overrides) *ConfigError {
 		e.Add(root.Line, "the file must be a map with the keys rules and tables, not %s", kindName(root))
 		return e
 	}
-	checkKeys(e, root, "the file", topKeys, false)
+	if !settings {
+		checkKeys(e, root, "the file", topKeys, false)
+	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		key, val := root.Content[i], root.Content[i+1]
 		what, keys := "rule", ruleKeys

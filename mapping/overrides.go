@@ -163,11 +163,11 @@ var decimalRE = regexp.MustCompile(`^decimal\((\d+),\s*(\d+)\)$`)
 
 // ParseOverrides reads and checks a configuration file's rules: every
 // problem at once, as a *ConfigError.
-func ParseOverrides(data []byte) (*Overrides, error) { return parseConfig("", data) }
+func ParseOverrides(data []byte) (*Overrides, error) { return parseConfig("", data, false) }
 
-func parseConfig(name string, data []byte) (*Overrides, error) {
+func parseConfig(name string, data []byte, settings bool) (*Overrides, error) {
 	var r Overrides
-	e := decodeConfig(name, data, &r)
+	e := decodeConfig(name, data, &r, settings)
 	if err := e.Err(); err != nil {
 		return nil, err
 	}
