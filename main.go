@@ -11,7 +11,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -115,6 +114,29 @@ func catalogConfig(c *cli.Context) iceberg.CatalogConfig {
 		S3Endpoint:  c.String(flagS3Endpoint.Name),
 		S3Region:    c.String(flagS3Region.Name),
 		S3PathStyle: c.Bool(flagS3PathStyle.Name),
+		REST:        restConfig(c),
+	}
+}
+
+// restConfig is the REST catalog client's configuration from the flags and
+// the environment (its secrets).
+func restConfig(c *cli.Context) iceberg.RESTConfig {
+	return iceberg.RESTConfig{
+		ClientID:           c.String(flagRESTClientID.Name),
+		ClientSecret:       os.Getenv(envRESTClientSecret),
+		ClientSecretFile:   c.String(flagRESTClientSecretFile.Name),
+		OAuthURI:           c.String(flagRESTOAuthURI.Name),
+		Scope:              c.String(flagRESTScope.Name),
+		Token:              os.Getenv(envRESTToken),
+		TokenFile:          c.String(flagRESTTokenFile.Name),
+		SigV4:              c.Bool(flagRESTSigV4.Name),
+		SigV4Region:        c.String(flagRESTSigV4Region.Name),
+		SigV4Service:       c.String(flagRESTSigV4Service.Name),
+		CAFile:             c.String(flagRESTCAFile.Name),
+		InsecureSkipVerify: c.Bool(flagRESTInsecure.Name),
+		Headers:            c.StringSlice(flagRESTHeader.Name),
+		Warehouse:          c.String(flagRESTWarehouse.Name),
+		Prefix:             c.String(flagRESTPrefix.Name),
 	}
 }
 
@@ -192,25 +214,47 @@ func oneOf(c *cli.Context, f *cli.StringFlag, first, second string) (bool, error
 // catalogServerConfig is the REST catalog server's configuration from the
 // flags, serving at listen (explicit: named by the operator).
 func catalogServerConfig(c *cli.Context, listen string, explicit bool, log *slog.Logger) (bridge.CatalogServerConfig, error) {
-	token, file := c.String(flagCatalogToken.Name), c.String(flagCatalogTokenFile.Name)
-	switch {
-	case token != "" && file != "":
-		return bridge.CatalogServerConfig{}, errors.New("give --catalog-token or --catalog-token-file, not both")
-	case file != "":
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return bridge.CatalogServerConfig{}, fmt.Errorf("read --catalog-token-file: %w", err)
-		}
-		if token = strings.TrimSpace(string(b)); token == "" {
-			return bridge.CatalogServerConfig{}, fmt.Errorf("--catalog-token-file %s is empty", file)
-		}
+	token, err := secret(c.String(flagCatalogToken.Name), "--catalog-token", c.String(flagCatalogTokenFile.Name), "--catalog-token-file")
+	if err != nil {
+		return bridge.CatalogServerConfig{}, err
+	}
+	clientSecret, err := secret(os.Getenv(envCatalogClientSecret), envCatalogClientSecret,
+		c.String(flagCatalogClientSecretFile.Name), "--catalog-client-secret-file")
+	if err != nil {
+		return bridge.CatalogServerConfig{}, err
 	}
 	return bridge.CatalogServerConfig{
-		Catalog:  catalogConfig(c),
-		Listen:   listen,
-		Explicit: explicit,
-		Token:    token,
-		Vend:     c.Bool(flagVendS3Credentials.Name),
-		Log:      log,
+		Catalog:      catalogConfig(c),
+		Listen:       listen,
+		Explicit:     explicit,
+		Token:        token,
+		ClientID:     c.String(flagCatalogClientID.Name),
+		ClientSecret: clientSecret,
+		Mount:        c.String(flagCatalogMount.Name),
+		Prefix:       c.String(flagCatalogPrefix.Name),
+		TLSCert:      c.String(flagCatalogTLSCert.Name),
+		TLSKey:       c.String(flagCatalogTLSKey.Name),
+		Vend:         c.Bool(flagVendS3Credentials.Name),
+		Log:          log,
 	}, nil
+}
+
+// secret is value (named what), or the trimmed content of file (named
+// fileWhat), or empty; both given is an error.
+func secret(value, what, file, fileWhat string) (string, error) {
+	switch {
+	case value != "" && file != "":
+		return "", fmt.Errorf("give %s or %s, not both", what, fileWhat)
+	case file == "":
+		return value, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", fileWhat, err)
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "" {
+		return "", fmt.Errorf("%s %s is empty", fileWhat, file)
+	}
+	return v, nil
 }

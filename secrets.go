@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -12,7 +13,13 @@ import (
 // process prints: a last guard behind the packages' own redaction, for a
 // library message that echoes a connection string.
 func scrubber(c *cli.Context) *connstr.Scrubber {
-	return connstr.NewScrubber(c.String(flagSource.Name), c.String(flagCatalog.Name))
+	s := connstr.NewScrubber(c.String(flagSource.Name), c.String(flagCatalog.Name))
+	if rc, err := restConfig(c).Resolve(); err == nil {
+		s.Add(rc.Secrets()...)
+	} else {
+		s.Add(os.Getenv(envRESTClientSecret), os.Getenv(envRESTToken))
+	}
+	return s
 }
 
 // scrubActions makes every command's error go through scrubber. A command
