@@ -192,7 +192,7 @@ func (r *rewrite) run(ctx context.Context, fs icebergio.WriteFileIO, base *table
 	}
 	if len(kept) > 0 {
 		sortDeletes(kept)
-		if r.kept, err = writePositionDeletes(ctx, fs, dataPath(base, ""), base.Spec(), kept, rewriteLayout(base)); err != nil {
+		if r.kept, err = writePositionDeletes(ctx, fs, dataPath(base, ""), base.Schema(), base.Spec(), nil, kept, rewriteLayout(base)); err != nil {
 			return err
 		}
 		r.written += r.kept.FileSizeBytes()
