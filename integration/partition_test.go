@@ -88,8 +88,10 @@ func inspectPlans(t *testing.T, tg target, name, where string) string {
 // and deletes are exact, their position deletes written in the partition
 // of the rows' old files. A spec change in the configuration (and a
 // restart) makes a new spec current: new files go under it, old files keep
-// theirs, and updates of rows in old files delete under the old spec.
-// pyiceberg, DuckDB and inspect's planner read what PostgreSQL holds.
+// theirs, and updates of rows in old files delete under the old spec. A
+// spec set by another writer with the configuration unchanged is followed.
+// pyiceberg, Spark, DuckDB and inspect's planner read what PostgreSQL
+// holds.
 func TestPartitionTransforms(t *testing.T) {
 	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE ev (id int PRIMARY KEY, created_at timestamptz NOT NULL, region text, name text, n bigint);
@@ -172,9 +174,20 @@ func TestPartitionTransforms(t *testing.T) {
 	}
 	b.stop(t)
 
+	// A spec another writer sets (as Spark's ALTER TABLE ... ADD PARTITION
+	// FIELD does), the configuration unchanged: the bridge follows it.
+	tm := loadTable(t, tg, "public.tm")
+	txn := tm.NewTransaction()
+	if err := txn.UpdateSpec(true).AddIdentity("v").Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	// A new spec from the configuration: day only.
 	writeCfg(`["day(created_at)"]`)
 	b = startBridge(t, nil, runArgs(pg, "part_pub", tg, "--config", cfg)...)
+	exec1(t, conn, `INSERT INTO tm VALUES (7, '2026-01-01 00:00:00', '2024-06-15', '2025-01-10', 'seven')`)
 	exec1(t, conn, `BEGIN;
 		UPDATE ev SET created_at = created_at + interval '1 day' WHERE id IN (5, 6);
 		DELETE FROM ev WHERE id = 7;
@@ -199,6 +212,16 @@ func TestPartitionTransforms(t *testing.T) {
 	if specs[[2]int{0, cur}] != 3 || specs[[2]int{1, 0}] != 5+3 || specs[[2]int{1, cur}] != 0 {
 		t.Errorf("public.ev files by [content, spec]: %v; want 3 new data files under spec %d and 8 delete files under spec 0", specs, cur)
 	}
+	compareRows(t, "pyiceberg", "tm", "id", pyicebergRows(t, tg, "public.tm"), pgRows(t, conn, tmCols, "tm"))
+	var tmNew []string
+	for _, f := range liveFilesOf(t, loadTable(t, tg, "public.tm")) {
+		if f.spec == 1 {
+			tmNew = append(tmNew, f.partition)
+		}
+	}
+	if len(tmNew) != 1 || !strings.Contains(tmNew[0], "v=seven") {
+		t.Errorf("public.tm files under the spec set outside: %v, want one, of v=seven", tmNew)
+	}
 	got := duckdbRow(t, "SELECT count(*), sum(n), count(DISTINCT region) FROM iceberg_scan(?)", filepath.Join(tg.warehouse, "public.db", "ev"))
 	var want string
 	if err := conn.QueryRow(context.Background(), `SELECT '(' || count(*) || ', ' || sum(n) || ', ' || count(DISTINCT region) || ')' FROM ev`).Scan(&want); err != nil {
@@ -206,6 +229,14 @@ func TestPartitionTransforms(t *testing.T) {
 	}
 	if got != want {
 		t.Errorf("DuckDB iceberg_scan of public.ev = %s, want %s", got, want)
+	}
+	uri, token := serveCatalog(t, tg)
+	spark := startSpark(t, uri, token, sparkJar(t))
+	if rows, ok := spark.dump(t, "SELECT CAST(id AS STRING) AS id, CAST(unix_micros(created_at) AS STRING) AS us, region, name, CAST(n AS STRING) AS n FROM pg.public.ev"); ok {
+		compareRows(t, "Spark SQL", "public.ev", "id", rows, pgRows(t, conn, "id::text AS id, ((extract(epoch FROM created_at) * 1000000)::bigint)::text AS us, region, name, n::text AS n", "ev"))
+	}
+	if rows, ok := spark.dump(t, "SELECT CAST(id AS STRING) AS id, CAST(d AS STRING) AS d, CAST(m AS STRING) AS m, v FROM pg.public.tm"); ok {
+		compareRows(t, "Spark SQL", "public.tm", "id", rows, pgRows(t, conn, "id::text AS id, d::text AS d, m::text AS m, v", "tm"))
 	}
 }
 
