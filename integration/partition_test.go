@@ -254,3 +254,51 @@ func planned(t *testing.T, line string) int {
 	}
 	return n
 }
+
+// A one-day query on a mirror partitioned by day(created_at) plans one
+// file per flush that wrote the day, where the same rows unpartitioned
+// plan every file holding the day within its bounds: each flush's file
+// spans the month. bench/pruning.sh prints the figures.
+func TestDayPartitionPruning(t *testing.T) {
+	t.Parallel()
+	pg, conn := startSource(t, `CREATE TABLE ev_day (id int PRIMARY KEY, created_at timestamptz NOT NULL, v text);
+		CREATE TABLE ev_flat (id int PRIMARY KEY, created_at timestamptz NOT NULL, v text);
+		CREATE PUBLICATION prune_pub FOR TABLE ev_day, ev_flat;`)
+	cfg := filepath.Join(t.TempDir(), "pg2iceberg.yaml")
+	if err := os.WriteFile(cfg, []byte(`tables:
+  - table: public.ev_day
+    partition: ["day(created_at)"]
+    compaction: {enabled: false}
+  - table: public.ev_flat
+    compaction: {enabled: false}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tg := localTarget(t)
+	b := startBridge(t, nil, runArgs(pg, "prune_pub", tg, "--config", cfg)...)
+	waitSlot(t, conn, "pg2iceberg_prune_pub", b)
+	// Ten flushes, each of 3000 rows over 30 days.
+	const flushes, days = 10, 30
+	for i := range flushes {
+		for _, tbl := range []string{"ev_day", "ev_flat"} {
+			exec1(t, conn, fmt.Sprintf(`INSERT INTO %s SELECT g, '2026-01-01 00:00:00+00'::timestamptz + (g %% %d) * interval '1 day' + interval '1 hour', 'v' || g
+				FROM generate_series(%d, %d) g`, tbl, days, i*3000+1, (i+1)*3000))
+		}
+		waitCaughtUp(t, conn, "pg2iceberg_prune_pub", b)
+	}
+	b.stop(t)
+	where := "created_at >= '2026-01-10T00:00:00+00:00' and created_at < '2026-01-11T00:00:00+00:00'"
+	dayPlan, flatPlan := inspectPlans(t, tg, "public.ev_day", where), inspectPlans(t, tg, "public.ev_flat", where)
+	t.Logf("one-day query, day(created_at): %s", dayPlan)
+	t.Logf("one-day query, unpartitioned:   %s", flatPlan)
+	if got := planned(t, dayPlan); got != flushes {
+		t.Errorf("day-partitioned: %d files planned, want %d (the day's file of each flush)", got, flushes)
+	}
+	if got := planned(t, flatPlan); got != flushes {
+		t.Errorf("unpartitioned: %d files planned, want %d (every file)", got, flushes)
+	}
+	if !strings.Contains(dayPlan, fmt.Sprintf(" of %d data files", flushes*days)) || !strings.Contains(flatPlan, fmt.Sprintf(" of %d data files", flushes)) {
+		t.Errorf("totals: %q and %q, want %d and %d data files", dayPlan, flatPlan, flushes*days, flushes)
+	}
+	compareRows(t, "pyiceberg", "ev_day", "id", pyicebergRows(t, tg, "public.ev_day"), pgRows(t, conn, "id, v", "ev_day"))
+}
