@@ -95,13 +95,20 @@ func loadOverrides(c *cli.Context) (*mapping.Overrides, error) {
 // checkTableProperties refuses the configuration's table properties that
 // the bridge cannot use, each at its entry's line: the file's own settings
 // are checked at start, while properties set later by another writer are
-// only warned about (see parquetx.OptionsFromProperties).
+// only warned about (see parquetx.OptionsFromProperties). Partition
+// fields are checked for their syntax here, against the table's columns
+// when it is opened.
 func checkTableProperties(o *mapping.Overrides) error {
 	e := &mapping.ConfigError{File: o.File}
 	for i, p := range o.Tables {
 		_, problems := parquetx.OptionsFromProperties(p.Properties)
 		for _, prob := range problems {
 			e.Add(p.Line, "tables entry %d: properties: %s", i+1, strings.TrimSuffix(prob.Error(), "; using the default"))
+		}
+		for _, f := range p.Partition {
+			if _, _, err := iceberg.ParsePartitionField(f); err != nil {
+				e.Add(p.Line, "tables entry %d: partition: %s", i+1, err)
+			}
 		}
 	}
 	return e.Err()

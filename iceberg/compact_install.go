@@ -237,7 +237,7 @@ func (m *mirror) laterDeletes(ctx context.Context, j *compactJob) (icego.DataFil
 	}
 	sortDeletes(later)
 	opts, _ := m.fileLayout()
-	df, err := writePositionDeletes(ctx, m.fs, dataPath(m.tbl, ""), m.tbl.Spec(), later, opts)
+	df, err := writePositionDeletes(ctx, m.fs, dataPath(m.tbl, ""), m.tbl.Schema(), m.tbl.Spec(), nil, later, opts)
 	if err != nil {
 		r.discard(m.fs)
 		return nil, err

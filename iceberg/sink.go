@@ -307,8 +307,8 @@ func (s *Sink) commit(ctx context.Context, end decode.LSN) error {
 func (s *Sink) pendingBytes() int64 {
 	var n int64
 	for _, st := range s.tables {
-		if st.mirror != nil && st.mirror.pending != nil {
-			n += st.mirror.pending.bytes()
+		if st.mirror != nil {
+			n += st.mirror.openBytes()
 		}
 		if st.changelog != nil {
 			for _, fw := range st.changelog.files {

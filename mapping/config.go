@@ -76,13 +76,15 @@ func ReadConfig(path string) (*Overrides, error) {
 var (
 	topKeys   = []string{"rules", "tables"}
 	ruleKeys  = []string{"type", "column", "to", "lossy", "zone", "added_later"}
-	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention", "compaction", "properties"}
+	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention", "compaction", "properties", "partition"}
 	// retentionKeys are a tables entry's retention block's.
 	retentionKeys = []string{"max_snapshot_age", "min_snapshots"}
 	boolKeys      = []string{"added_later", "enabled"}
 	// compactionKeys are those of a tables entry's compaction map.
 	compactionKeys = []string{"enabled", "min_input_files", "max_live_files", "max_delete_files", "delete_ratio", "target_file_size_bytes"}
 	mapKeys        = []string{"properties"} // a map of single values
+	// listKeys are a tables entry's lists of single values.
+	listKeys = []string{"partition"}
 )
 
 // decodeConfig parses the file's YAML and checks its shape (which keys,
@@ -178,6 +180,10 @@ func checkKeys(e *ConfigError, m *yaml.Node, where string, allowed []string, sca
 			checkScalarMap(e, val, where+": "+key.Value)
 			continue
 		}
+		if slices.Contains(listKeys, key.Value) {
+			checkScalarList(e, val, where+": "+key.Value)
+			continue
+		}
 		if val.Kind != yaml.ScalarNode {
 			e.Add(val.Line, "%s: %s must be a single value, not %s", where, key.Value, kindName(val))
 			continue
@@ -186,6 +192,19 @@ func checkKeys(e *ConfigError, m *yaml.Node, where string, allowed []string, sca
 			if _, err := strconv.ParseBool(val.Value); err != nil {
 				e.Add(val.Line, "%s: %s is %q; use true or false", where, key.Value, val.Value)
 			}
+		}
+	}
+}
+
+// checkScalarList checks that l is a list of single values.
+func checkScalarList(e *ConfigError, l *yaml.Node, where string) {
+	if l.Kind != yaml.SequenceNode {
+		e.Add(l.Line, "%s must be a list of single values, e.g. [\"day(created_at)\", \"bucket(16, id)\"], not %s", where, kindName(l))
+		return
+	}
+	for _, v := range l.Content {
+		if v.Kind != yaml.ScalarNode {
+			e.Add(v.Line, "%s: each entry must be a single value, not %s", where, kindName(v))
 		}
 	}
 }

@@ -74,6 +74,11 @@ type TablePolicies struct {
 	// tables when the bridge creates them (write.parquet.compression-codec,
 	// ...); a table that exists keeps its own.
 	Properties map[string]string `yaml:"properties"`
+	// Partition is the mirror's partition spec, one field a line in
+	// Iceberg's transform syntax ("day(created_at)", "bucket(16, id)",
+	// "truncate(4, name)", "region" for identity). A change applies at
+	// the next start, as a new spec (see iceberg.ParsePartitionField).
+	Partition []string `yaml:"partition"`
 	// Line is the entry's line in the file.
 	Line int `yaml:"-"`
 }
