@@ -57,6 +57,7 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 		}
 		tableMetrics(w, st.Tables())
 		compactionMetrics(w, st)
+		tieringMetrics(w, st)
 		fmt.Fprintf(w, "# HELP pg2iceberg_backfill_rows Rows copied by each table's backfill, and its estimated total.\n# TYPE pg2iceberg_backfill_rows gauge\n")
 		for table, v := range copies.snapshot() {
 			fmt.Fprintf(w, "pg2iceberg_backfill_rows{table=%q} %d\npg2iceberg_backfill_rows_estimated{table=%q} %d\n", table, v[0], table, v[1])
@@ -73,6 +74,9 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 			OutsideCommits int64  `json:"outside_commits,omitempty"`
 			// The bridge's last compaction of the table since it started.
 			LastCompaction string `json:"last_compaction,omitempty"`
+			// Bytes of live data files per tier (tables with tiering on).
+			HotBytes  *int64 `json:"hot_bytes,omitempty"`
+			ColdBytes *int64 `json:"cold_bytes,omitempty"`
 		}
 		out := struct {
 			Received string                      `json:"received_lsn"`
@@ -98,6 +102,9 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 			}
 			if !t.LastCompaction.IsZero() {
 				tb.LastCompaction = t.LastCompaction.UTC().Format(time.RFC3339)
+			}
+			if t.Tiered {
+				tb.HotBytes, tb.ColdBytes = &t.HotBytes, &t.ColdBytes
 			}
 			out.Tables = append(out.Tables, tb)
 		}
@@ -145,6 +152,20 @@ func compactionMetrics(w io.Writer, st *iceberg.Stats) {
 	for _, t := range st.Tables() {
 		if !t.LastCompaction.IsZero() {
 			fmt.Fprintf(w, "pg2iceberg_table_last_compaction_timestamp_seconds{table=\"%s\"} %d\n", labelEscaper.Replace(t.Table), t.LastCompaction.Unix())
+		}
+	}
+}
+
+// tieringMetrics writes the tiering counters and the bytes per tier of
+// each table with tiering on.
+func tieringMetrics(w io.Writer, st *iceberg.Stats) {
+	fmt.Fprintf(w, "# HELP pg2iceberg_tierings_total Rewrites installed that moved data files to a table's cold location.\n# TYPE pg2iceberg_tierings_total counter\npg2iceberg_tierings_total %d\n", st.Tierings.Load())
+	fmt.Fprintf(w, "# HELP pg2iceberg_tiered_bytes_total Bytes of data files moved to cold locations.\n# TYPE pg2iceberg_tiered_bytes_total counter\npg2iceberg_tiered_bytes_total %d\n", st.BytesTiered.Load())
+	fmt.Fprintf(w, "# HELP pg2iceberg_table_tier_bytes Bytes of each tiered table's live data files in its own location (hot) and its cold location, as of the last tiering check.\n# TYPE pg2iceberg_table_tier_bytes gauge\n")
+	for _, t := range st.Tables() {
+		if t.Tiered {
+			name := labelEscaper.Replace(t.Table)
+			fmt.Fprintf(w, "pg2iceberg_table_tier_bytes{table=\"%s\",tier=\"hot\"} %d\npg2iceberg_table_tier_bytes{table=\"%s\",tier=\"cold\"} %d\n", name, t.HotBytes, name, t.ColdBytes)
 		}
 	}
 }

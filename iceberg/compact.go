@@ -49,6 +49,7 @@ type rewrite struct {
 	written    int64                     // bytes of the new files
 	deleted    map[string]map[int64]bool // the snapshot's deleted rows, by data file
 	files      map[string]icego.DataFile // the snapshot's data files by path
+	tier       bool                      // a tiering: the files move cold (tier.go)
 }
 
 // snapshotFiles reads a table's current snapshot's live data files (with
@@ -84,9 +85,14 @@ func snapshotFiles(tbl *table.Table, fs icebergio.IO) (data []icego.DataFile, se
 }
 
 // rewriteGroup is data files to merge, all in one partition directory
-// (dir, under the table's data/; "" for an unpartitioned table).
+// (dir, under the table's data/; "" for an unpartitioned table) of one
+// location (root: "" for the table's own, else a tiered table's cold
+// root, see fileRoot), with the S3 storage class of its new files ("":
+// the bucket's default).
 type rewriteGroup struct {
+	root  string
 	dir   string
+	class string
 	paths []string
 }
 
@@ -109,7 +115,8 @@ func planRewrite(ctx context.Context, fs icebergio.WriteFileIO, base *table.Tabl
 	var dirs []string
 	for _, df := range data {
 		r.files[df.FilePath()] = df
-		dir := partitionDir(base, df.FilePath())
+		root, dir := fileRoot(base, df.FilePath())
+		dir = root + "\x00" + dir
 		if _, ok := byDir[dir]; !ok {
 			dirs = append(dirs, dir)
 		}
@@ -120,7 +127,7 @@ func planRewrite(ctx context.Context, fs icebergio.WriteFileIO, base *table.Tabl
 		if !plan.Due() {
 			return nil, nil, nil
 		}
-		return r, []rewriteGroup{{paths: plan.Data}}, nil
+		return r, byRoot(base, plan.Data), nil
 	}
 	if len(deletes) > 0 {
 		return nil, nil, fmt.Errorf("%s: compaction of a partitioned table with deletes is not supported", strings.Join(base.Identifier(), "."))
@@ -128,7 +135,7 @@ func planRewrite(ctx context.Context, fs icebergio.WriteFileIO, base *table.Tabl
 	var groups []rewriteGroup
 	for _, dir := range dirs {
 		if plan := tiering.PlanCompaction(c, byDir[dir], 0); len(plan.Data) > 0 {
-			groups = append(groups, rewriteGroup{dir: dir, paths: plan.Data})
+			groups = append(groups, byRoot(base, plan.Data)...)
 		}
 	}
 	if len(groups) == 0 {
@@ -203,7 +210,7 @@ func (r *rewrite) run(ctx context.Context, fs icebergio.WriteFileIO, base *table
 
 // runGroup rewrites one group's files into new files of its directory.
 func (r *rewrite) runGroup(ctx context.Context, fs icebergio.WriteFileIO, base *table.Table, c tiering.CompactConfig, g rewriteGroup) error {
-	out := &rewriteOut{fs: fs, tbl: base, dir: g.dir, target: c.TargetBytes, first: int32(len(r.newData))}
+	out := &rewriteOut{fs: fs, tbl: base, root: g.root, dir: g.dir, class: g.class, target: c.TargetBytes, first: int32(len(r.newData))}
 	defer out.abort()
 	for _, p := range g.paths {
 		df := r.files[p]
@@ -239,7 +246,9 @@ func sortDeletes(dels []posDelete) {
 type rewriteOut struct {
 	fs     icebergio.WriteFileIO
 	tbl    *table.Table
+	root   string // location of the files ("": the table's; see fileRoot)
 	dir    string // partition directory of the files (see partitionDir)
+	class  string // S3 storage class of the files ("": the bucket's default)
 	first  int32  // index of the first file written in the rewrite's newData
 	target int64
 	asc    *arrow.Schema
@@ -357,8 +366,8 @@ func (o *rewriteOut) open() error {
 		}
 		o.asc = asc
 	}
-	o.path = dataPath(o.tbl, o.dir)
-	f, err := o.fs.Create(o.path)
+	o.path = rootedDataPath(o.tbl, o.root, o.dir)
+	f, err := createWithClass(o.fs, o.path, o.class)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", o.path, err)
 	}

@@ -27,6 +27,9 @@ type Stats struct {
 	// those that failed (each retried by a later one), BytesRewritten the
 	// bytes of the data files they rewrote.
 	Compactions, CompactionFailures, BytesRewritten atomic.Int64
+	// Tierings counts the rewrites among them that moved data files to a
+	// table's cold location, BytesTiered the bytes of the files moved.
+	Tierings, BytesTiered atomic.Int64
 	// tables holds the []TableStatus of the last flush.
 	tables atomic.Pointer[[]TableStatus]
 }
@@ -71,6 +74,11 @@ type TableStatus struct {
 	// LastCompaction is when the bridge last installed a compaction of
 	// the table (zero: not since it started).
 	LastCompaction time.Time
+	// HotBytes and ColdBytes are the bytes of the table's live data files
+	// in its own location and in its cold location, as of the bridge's
+	// last tiering check; Tiered: the table has tiering on and was checked.
+	HotBytes, ColdBytes int64
+	Tiered              bool
 }
 
 // LiveFiles are the files of a table's current snapshot, their size, and
@@ -107,6 +115,9 @@ func (s *Sink) Status() []TableStatus {
 				ts := TableStatus{Table: t.name(), Watermark: t.watermark, Committed: t.committed, OutsideCommits: t.outside, Live: LiveFilesOf(t.tbl.CurrentSnapshot())}
 				if st.mirror != nil && t == st.mirror.icebergTable {
 					ts.LastCompaction = st.mirror.compact.last
+				}
+				if tr := &t.compact.tier; tr.checked.Load() {
+					ts.Tiered, ts.HotBytes, ts.ColdBytes = true, tr.hot.Load(), tr.cold.Load()
 				}
 				out = append(out, ts)
 			}

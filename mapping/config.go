@@ -74,13 +74,15 @@ func ReadConfig(path string) (*Overrides, error) {
 var (
 	topKeys   = []string{"rules", "tables"}
 	ruleKeys  = []string{"type", "column", "to", "lossy", "zone", "added_later"}
-	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention", "compaction", "properties"}
+	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention", "compaction", "properties", "tiering"}
 	// retentionKeys are a tables entry's retention block's.
 	retentionKeys = []string{"max_snapshot_age", "min_snapshots"}
 	boolKeys      = []string{"added_later", "enabled"}
 	// compactionKeys are those of a tables entry's compaction map.
 	compactionKeys = []string{"enabled", "min_input_files", "max_live_files", "max_delete_files", "delete_ratio", "target_file_size_bytes"}
 	mapKeys        = []string{"properties"} // a map of single values
+	// tieringKeys are those of a tables entry's tiering map.
+	tieringKeys = []string{"column", "cold_after", "cold_location", "storage_class"}
 )
 
 // decodeConfig parses the file's YAML and checks its shape (which keys,
@@ -166,6 +168,10 @@ func checkKeys(e *ConfigError, m *yaml.Node, where string, allowed []string, sca
 		}
 		if key.Value == "compaction" && val.Kind == yaml.MappingNode {
 			checkKeys(e, val, where+": compaction", compactionKeys, true)
+			continue
+		}
+		if key.Value == "tiering" && val.Kind == yaml.MappingNode {
+			checkKeys(e, val, where+": tiering", tieringKeys, true)
 			continue
 		}
 		if slices.Contains(mapKeys, key.Value) {
