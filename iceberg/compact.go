@@ -115,8 +115,11 @@ func planRewrite(ctx context.Context, fs icebergio.WriteFileIO, base *table.Tabl
 	var dirs []string
 	for _, df := range data {
 		r.files[df.FilePath()] = df
-		root, dir := fileRoot(base, df.FilePath())
-		dir = root + "\x00" + dir
+		dir := "" // an unpartitioned table is planned whole, a partitioned one per location and directory
+		if !base.Spec().IsUnpartitioned() {
+			root, d := fileRoot(base, df.FilePath())
+			dir = root + "\x00" + d
+		}
 		if _, ok := byDir[dir]; !ok {
 			dirs = append(dirs, dir)
 		}

@@ -94,7 +94,7 @@ func rootedDataPath(tbl *table.Table, root, dir string) string {
 
 // TierConfigOf returns tbl's tiering policy: its properties, overridden by a
 // configuration file's tiering: block (p, may be nil). A bad property is
-// an error.
+// an error. A changelog is tiered by its commit_ts.
 func TierConfigOf(tbl *table.Table, p *mapping.TieringPolicy) (tiering.TierConfig, error) {
 	c, err := tiering.TierConfigOf(tbl.Properties())
 	if err != nil {
@@ -102,6 +102,12 @@ func TierConfigOf(tbl *table.Table, p *mapping.TieringPolicy) (tiering.TierConfi
 	}
 	if p != nil {
 		c = c.With(p.Column, p.ColdAfter, p.ColdLocation, p.StorageClass)
+	}
+	// A changelog row's age is its commit time (the changelog's partition
+	// column, so its days move cold whole), whatever column the mirror's
+	// policy names.
+	if id := tbl.Identifier(); c.Column != "" && len(id) > 0 && strings.HasSuffix(id[len(id)-1], ChangelogSuffix) {
+		c.Column = colCommitTS
 	}
 	// A directory beside a local warehouse is named as its files are.
 	if strings.HasPrefix(c.ColdLocation, "/") && strings.HasPrefix(tbl.Location(), "file://") {

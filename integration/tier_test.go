@@ -38,7 +38,7 @@ func tierConfig(t *testing.T, cold string) string {
 // bound of at among the cold files.
 func tierSplit(t *testing.T, tg target, root string) (cold, hot []string, coldRows, hotRows int64, newestCold time.Time) {
 	t.Helper()
-	tbl := loadTable(t, tg, "public.events")
+	tbl := icegoTable(t, tg, "public.events")
 	f, _ := tbl.Schema().FindFieldByName("at")
 	fs, err := tbl.FS(context.Background())
 	if err != nil {
@@ -158,6 +158,8 @@ func TestTieringLocal(t *testing.T) {
 		t.Errorf("duckdb iceberg_scan of the tiered mirror = %s, want %s", got, pgSum)
 	}
 
+	noCompactionTrouble(t, b.log())
+
 	// A restart keeps it exact, and later changes of cold rows too.
 	b.stop(t)
 	b = startBridge(t, nil, run...)
@@ -194,6 +196,7 @@ func TestTieringS3(t *testing.T) {
 	exec1(t, conn, `UPDATE events SET n = -n, v = 'cold updated' WHERE id % 3 = 0 AND id <= 1000`)
 	exec1(t, conn, `DELETE FROM events WHERE id % 5 = 0 AND id <= 1000`)
 	waitCaughtUp(t, conn, "pg2iceberg_tier_pub", b)
+	noCompactionTrouble(t, b.log())
 	b.stop(t)
 	checkTiered(t, tg, conn, root, 500, "S3 after cold updates")
 
