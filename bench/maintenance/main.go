@@ -184,7 +184,8 @@ func change(ctx context.Context, c *pgx.Conn, rows int, next *int) error {
 	return err
 }
 
-// caughtUp waits until the slot has confirmed the current WAL position.
+// caughtUp waits until the slot of c's database has confirmed the
+// current WAL position.
 func caughtUp(ctx context.Context, c *pgx.Conn, within time.Duration) error {
 	var target string
 	if err := c.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&target); err != nil {
@@ -192,7 +193,7 @@ func caughtUp(ctx context.Context, c *pgx.Conn, within time.Duration) error {
 	}
 	for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		var ok bool
-		if err := c.QueryRow(ctx, `SELECT coalesce(bool_and(confirmed_flush_lsn >= $1::pg_lsn), false) FROM pg_replication_slots`, target).Scan(&ok); err != nil {
+		if err := c.QueryRow(ctx, `SELECT coalesce(bool_and(confirmed_flush_lsn >= $1::pg_lsn), false) FROM pg_replication_slots WHERE database = current_database()`, target).Scan(&ok); err != nil {
 			return err
 		}
 		if ok {
