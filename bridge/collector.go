@@ -208,6 +208,17 @@ func maintenanceDescs() []metricDesc {
 		one("pg2iceberg_compactions_total", "Mirror compactions installed.", counter, func(c *collector) float64 { return float64(c.st.Compactions.Load()) }),
 		one("pg2iceberg_compaction_failures_total", "Mirror compactions that failed or could not be installed; a later one tries again.", counter, func(c *collector) float64 { return float64(c.st.CompactionFailures.Load()) }),
 		one("pg2iceberg_compaction_rewritten_bytes_total", "Bytes of data files compactions rewrote.", counter, func(c *collector) float64 { return float64(c.st.BytesRewritten.Load()) }),
+		one("pg2iceberg_tierings_total", "Rewrites installed that moved data files to a table's cold location.", counter, func(c *collector) float64 { return float64(c.st.Tierings.Load()) }),
+		one("pg2iceberg_tiered_bytes_total", "Bytes of data files moved to cold locations.", counter, func(c *collector) float64 { return float64(c.st.BytesTiered.Load()) }),
+		{desc: prometheus.NewDesc("pg2iceberg_table_tier_bytes", "Bytes of each tiered table's live data files in its own location (hot) and its cold location, as of the last tiering check.", []string{"table", "tier"}, nil), kind: gauge,
+			sample: func(c *collector, emit func(float64, ...string)) {
+				for _, t := range c.st.Tables() {
+					if t.Tiered {
+						emit(float64(t.HotBytes), t.Table, "hot")
+						emit(float64(t.ColdBytes), t.Table, "cold")
+					}
+				}
+			}},
 		perTable("pg2iceberg_table_last_compaction_timestamp_seconds", "When the bridge last installed a compaction of each table (tables it compacted since it started).", gauge, func(t iceberg.TableStatus) (float64, bool) {
 			return float64(t.LastCompaction.Unix()), !t.LastCompaction.IsZero()
 		}),

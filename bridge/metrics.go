@@ -38,6 +38,9 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 			OutsideCommits int64  `json:"outside_commits,omitempty"`
 			// The bridge's last compaction of the table since it started.
 			LastCompaction string `json:"last_compaction,omitempty"`
+			// Bytes of live data files per tier (tables with tiering on).
+			HotBytes  *int64 `json:"hot_bytes,omitempty"`
+			ColdBytes *int64 `json:"cold_bytes,omitempty"`
 		}
 		out := struct {
 			Received string                      `json:"received_lsn"`
@@ -63,6 +66,9 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 			}
 			if !t.LastCompaction.IsZero() {
 				tb.LastCompaction = t.LastCompaction.UTC().Format(time.RFC3339)
+			}
+			if t.Tiered {
+				tb.HotBytes, tb.ColdBytes = &t.HotBytes, &t.ColdBytes
 			}
 			out.Tables = append(out.Tables, tb)
 		}

@@ -50,6 +50,7 @@ type rewrite struct {
 	written    int64                     // bytes of the new files
 	deleted    map[string]map[int64]bool // the snapshot's deleted rows, by data file
 	files      map[string]icego.DataFile // the snapshot's data files by path
+	tier       bool                      // a tiering: the files move cold (tier.go)
 }
 
 // snapshotFiles reads a table's current snapshot's live data files (with
@@ -85,9 +86,14 @@ func snapshotFiles(tbl *table.Table, fs icebergio.IO) (data []icego.DataFile, se
 }
 
 // rewriteGroup is data files to merge, all in one partition directory
-// (dir, under the table's data/; "" for an unpartitioned table).
+// (dir, under the table's data/; "" for an unpartitioned table) of one
+// location (root: "" for the table's own, else a tiered table's cold
+// root, see fileRoot), with the S3 storage class of its new files ("":
+// the bucket's default).
 type rewriteGroup struct {
+	root  string
 	dir   string
+	class string
 	paths []string
 }
 
@@ -111,10 +117,11 @@ func planRewrite(ctx context.Context, fs icebergio.WriteFileIO, base *table.Tabl
 	dirOf := map[string]string{}
 	for _, df := range data {
 		r.files[df.FilePath()] = df
-		dir := partitionDir(base, df.FilePath())
+		dir := "" // an unpartitioned table is planned whole, a partitioned one per spec, location and directory
 		if !base.Spec().IsUnpartitioned() {
 			// Files of two specs are never merged, whatever their directory.
-			dir = strconv.Itoa(int(df.SpecID())) + "|" + dir
+			root, d := fileRoot(base, df.FilePath())
+			dir = strconv.Itoa(int(df.SpecID())) + "|" + root + "\x00" + d
 		}
 		if _, ok := byDir[dir]; !ok {
 			dirs = append(dirs, dir)
@@ -127,7 +134,7 @@ func planRewrite(ctx context.Context, fs icebergio.WriteFileIO, base *table.Tabl
 		if !plan.Due() {
 			return nil, nil, nil
 		}
-		return r, []rewriteGroup{{paths: plan.Data}}, nil
+		return r, byRoot(base, plan.Data), nil
 	}
 	if len(deletes) > 0 {
 		return nil, nil, errPartitionedDeletes
@@ -135,7 +142,7 @@ func planRewrite(ctx context.Context, fs icebergio.WriteFileIO, base *table.Tabl
 	var groups []rewriteGroup
 	for _, dir := range dirs {
 		if plan := tiering.PlanCompaction(c, byDir[dir], 0); len(plan.Data) > 0 {
-			groups = append(groups, rewriteGroup{dir: dirOf[dir], paths: plan.Data})
+			groups = append(groups, byRoot(base, plan.Data)...)
 		}
 	}
 	if len(groups) == 0 {
@@ -215,7 +222,7 @@ func (r *rewrite) run(ctx context.Context, fs icebergio.WriteFileIO, base *table
 
 // runGroup rewrites one group's files into new files of its directory.
 func (r *rewrite) runGroup(ctx context.Context, fs icebergio.WriteFileIO, base *table.Table, c tiering.CompactConfig, g rewriteGroup) error {
-	out := &rewriteOut{fs: fs, tbl: base, dir: g.dir, target: c.TargetBytes, first: int32(len(r.newData)), spec: base.Spec()}
+	out := &rewriteOut{fs: fs, tbl: base, root: g.root, dir: g.dir, class: g.class, target: c.TargetBytes, first: int32(len(r.newData)), spec: base.Spec()}
 	// A group's files are of one spec and partition directory: the new
 	// files take the first one's spec and partition values.
 	if src := r.files[g.paths[0]]; !base.Spec().IsUnpartitioned() {
@@ -256,9 +263,11 @@ func sortDeletes(dels []posDelete) {
 //
 // Its files follow the table's Parquet settings (see rewriteLayout).
 type rewriteOut struct {
-	fs  icebergio.WriteFileIO
-	tbl *table.Table
-	dir string // partition directory of the files (see partitionDir)
+	fs    icebergio.WriteFileIO
+	tbl   *table.Table
+	root  string // location of the files ("": the table's; see fileRoot)
+	dir   string // partition directory of the files (see partitionDir)
+	class string // S3 storage class of the files ("": the bucket's default)
 	// spec and partition are the files' (those of the group's files).
 	spec      icego.PartitionSpec
 	partition map[int]any
@@ -379,8 +388,8 @@ func (o *rewriteOut) open() error {
 		}
 		o.asc = asc
 	}
-	o.path = dataPath(o.tbl, o.dir)
-	f, err := o.fs.Create(o.path)
+	o.path = rootedDataPath(o.tbl, o.root, o.dir)
+	f, err := createWithClass(o.fs, o.path, o.class)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", o.path, err)
 	}

@@ -31,6 +31,9 @@ type Stats struct {
 	// flush committed: its changes, its Parquet bytes, how long it took,
 	// and how long ago the oldest of its source transactions committed.
 	OnFlush func(rows int, bytes int64, took, latency time.Duration)
+	// Tierings counts the rewrites among them that moved data files to a
+	// table's cold location, BytesTiered the bytes of the files moved.
+	Tierings, BytesTiered atomic.Int64
 	// tables holds the []TableStatus of the last flush.
 	tables atomic.Pointer[[]TableStatus]
 	// committedTS is the source commit time (Unix ns) of the newest
@@ -125,6 +128,11 @@ type TableStatus struct {
 	// IndexKeys is the number of keys in a mirror's key index (0 for a
 	// changelog).
 	IndexKeys int64
+	// HotBytes and ColdBytes are the bytes of the table's live data files
+	// in its own location and in its cold location, as of the bridge's
+	// last tiering check; Tiered: the table has tiering on and was checked.
+	HotBytes, ColdBytes int64
+	Tiered              bool
 }
 
 // LiveFiles are the files of a table's current snapshot, their size, and
@@ -164,6 +172,9 @@ func (s *Sink) Status() []TableStatus {
 					if st.mirror.index != nil {
 						ts.IndexKeys = int64(st.mirror.index.Len())
 					}
+				}
+				if tr := &t.compact.tier; tr.checked.Load() {
+					ts.Tiered, ts.HotBytes, ts.ColdBytes = true, tr.hot.Load(), tr.cold.Load()
 				}
 				out = append(out, ts)
 			}

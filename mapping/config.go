@@ -76,7 +76,7 @@ func ReadConfig(path string) (*Overrides, error) {
 var (
 	topKeys   = []string{"rules", "tables"}
 	ruleKeys  = []string{"type", "column", "to", "lossy", "zone", "added_later"}
-	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention", "compaction", "properties", "partition"}
+	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention", "compaction", "properties", "partition", "tiering"}
 	// retentionKeys are a tables entry's retention block's.
 	retentionKeys = []string{"max_snapshot_age", "min_snapshots"}
 	boolKeys      = []string{"added_later", "enabled"}
@@ -85,6 +85,8 @@ var (
 	mapKeys        = []string{"properties"} // a map of single values
 	// listKeys are a tables entry's lists of single values.
 	listKeys = []string{"partition"}
+	// tieringKeys are those of a tables entry's tiering map.
+	tieringKeys = []string{"column", "cold_after", "cold_location", "storage_class"}
 )
 
 // decodeConfig parses the file's YAML and checks its shape (which keys,
@@ -174,6 +176,10 @@ func checkKeys(e *ConfigError, m *yaml.Node, where string, allowed []string, sca
 		}
 		if key.Value == "compaction" && val.Kind == yaml.MappingNode {
 			checkKeys(e, val, where+": compaction", compactionKeys, true)
+			continue
+		}
+		if key.Value == "tiering" && val.Kind == yaml.MappingNode {
+			checkKeys(e, val, where+": tiering", tieringKeys, true)
 			continue
 		}
 		if slices.Contains(mapKeys, key.Value) {
