@@ -108,9 +108,6 @@ type Sink struct {
 	durable    decode.LSN // every transaction ending at or below is committed
 	pending    int        // changes in this flush, all tables
 	flushStart time.Time
-	// newestPending is the source commit time of the newest transaction
-	// pending.
-	newestPending time.Time
 
 	stats *Stats
 
@@ -297,7 +294,6 @@ func (s *Sink) commit(ctx context.Context, end decode.LSN) error {
 		s.flushStart = time.Now()
 		s.stats.pendingSince(s.tx.commitTS)
 	}
-	s.newestPending = s.tx.commitTS
 	if s.pending >= s.cfg.FlushRows || s.pendingBytes() >= s.cfg.FlushBytes {
 		return s.Flush(ctx)
 	}
@@ -375,7 +371,9 @@ func (s *Sink) Flush(ctx context.Context) error {
 		return &ReplayError{From: s.durable, Tables: moved}
 	}
 	s.pending, s.flushStart, s.durable = 0, time.Time{}, s.lastEnd
-	s.stats.flushed(rows, bytes, time.Since(start), s.newestPending)
+	// Between transactions s.tx is the last one ended: the newest source
+	// commit this flush makes durable.
+	s.stats.flushed(rows, bytes, time.Since(start), s.tx.commitTS)
 	s.afterFlush(ctx)
 	s.stats.Changes.Add(int64(rows))
 	s.stats.Flushes.Add(1)
