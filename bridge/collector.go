@@ -67,9 +67,16 @@ type collector struct {
 
 // metricDesc is one metric of collector and how to read its samples.
 type metricDesc struct {
+	name   string
 	desc   *prometheus.Desc
 	kind   prometheus.ValueType
 	sample func(c *collector, emit func(v float64, labels ...string))
+}
+
+// family is a metric whose samples carry labels, one value each in the
+// order of labels.
+func family(name, help string, kind prometheus.ValueType, labels []string, sample func(c *collector, emit func(float64, ...string))) metricDesc {
+	return metricDesc{name: name, desc: prometheus.NewDesc(name, help, labels, nil), kind: kind, sample: sample}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
@@ -88,20 +95,18 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 // one is a metric of a single sample.
 func one(name, help string, kind prometheus.ValueType, v func(c *collector) float64) metricDesc {
-	return metricDesc{desc: prometheus.NewDesc(name, help, nil, nil), kind: kind,
-		sample: func(c *collector, emit func(float64, ...string)) { emit(v(c)) }}
+	return family(name, help, kind, nil, func(c *collector, emit func(float64, ...string)) { emit(v(c)) })
 }
 
 // perTable is a metric with a table label, from each table's status.
 func perTable(name, help string, kind prometheus.ValueType, v func(t iceberg.TableStatus) (float64, bool)) metricDesc {
-	return metricDesc{desc: prometheus.NewDesc(name, help, []string{"table"}, nil), kind: kind,
-		sample: func(c *collector, emit func(float64, ...string)) {
-			for _, t := range c.st.Tables() {
-				if x, ok := v(t); ok {
-					emit(x, t.Table)
-				}
+	return family(name, help, kind, []string{"table"}, func(c *collector, emit func(float64, ...string)) {
+		for _, t := range c.st.Tables() {
+			if x, ok := v(t); ok {
+				emit(x, t.Table)
 			}
-		}}
+		}
+	})
 }
 
 const (
@@ -142,43 +147,38 @@ func streamDescs() []metricDesc {
 		one("pg2iceberg_ddl_events_ignored_total", "DDL events ignored: not signed by the DDL capture's trigger for their transaction, or malformed.", counter, func(c *collector) float64 { return float64(c.p.DDLIgnored()) }),
 		one("pg2iceberg_changes_skipped_total", "Row changes and truncates skipped because their table is gone, no longer published, or cannot be mirrored as it is (see pg2iceberg_tables_need_human).", counter, func(c *collector) float64 { return float64(c.p.ChangesSkipped()) }),
 		one("pg2iceberg_tables_need_human", "Tables whose changes are skipped until a human fixes them (a missing GRANT, a type without an Iceberg form, a bad key); /status says what to run.", gauge, func(c *collector) float64 { return float64(len(c.p.Attention())) }),
-		{desc: prometheus.NewDesc("pg2iceberg_table_needs_human", "1 for each table whose changes are skipped until a human fixes it; /status says what to run.", []string{"table"}, nil), kind: gauge,
-			sample: func(c *collector, emit func(float64, ...string)) {
-				for _, a := range c.p.Attention() {
-					emit(1, a.Table)
-				}
-			}},
-		{desc: prometheus.NewDesc("pg2iceberg_errors_total", "Errors the bridge survived, by kind: replication_connection (lost and opened again), expire, compaction.", []string{"kind"}, nil), kind: counter,
-			sample: func(c *collector, emit func(float64, ...string)) {
-				emit(float64(c.p.Reconnects()), "replication_connection")
-				emit(float64(c.st.ExpireFailures.Load()), "expire")
-				emit(float64(c.st.CompactionFailures.Load()), "compaction")
-			}},
-		{desc: prometheus.NewDesc("pg2iceberg_backfill_rows", "Rows copied by each table's backfill.", []string{"table"}, nil), kind: gauge,
-			sample: func(c *collector, emit func(float64, ...string)) {
-				for table, v := range c.copies.snapshot() {
-					emit(float64(v[0]), table)
-				}
-			}},
-		{desc: prometheus.NewDesc("pg2iceberg_backfill_rows_estimated", "Estimated rows of each table's backfill (the planner's count at its start).", []string{"table"}, nil), kind: gauge,
-			sample: func(c *collector, emit func(float64, ...string)) {
-				for table, v := range c.copies.snapshot() {
-					emit(float64(v[1]), table)
-				}
-			}},
+		family("pg2iceberg_table_needs_human", "1 for each table whose changes are skipped until a human fixes it; /status says what to run.", gauge, []string{"table"}, func(c *collector, emit func(float64, ...string)) {
+			for _, a := range c.p.Attention() {
+				emit(1, a.Table)
+			}
+		}),
+		family("pg2iceberg_errors_total", "Errors the bridge survived, by kind: replication_connection (lost and opened again), expire, compaction.", counter, []string{"kind"}, func(c *collector, emit func(float64, ...string)) {
+			emit(float64(c.p.Reconnects()), "replication_connection")
+			emit(float64(c.st.ExpireFailures.Load()), "expire")
+			emit(float64(c.st.CompactionFailures.Load()), "compaction")
+		}),
+		family("pg2iceberg_backfill_rows", "Rows copied by each table's backfill.", gauge, []string{"table"}, func(c *collector, emit func(float64, ...string)) {
+			for table, v := range c.copies.snapshot() {
+				emit(float64(v[0]), table)
+			}
+		}),
+		family("pg2iceberg_backfill_rows_estimated", "Estimated rows of each table's backfill (the planner's count at its start).", gauge, []string{"table"}, func(c *collector, emit func(float64, ...string)) {
+			for table, v := range c.copies.snapshot() {
+				emit(float64(v[1]), table)
+			}
+		}),
 	}
 }
 
 func tableDescs() []metricDesc {
 	return []metricDesc{
 		perTable("pg2iceberg_table_watermark_lsn", "LSN watermark of each Iceberg table.", gauge, func(t iceberg.TableStatus) (float64, bool) { return float64(t.Watermark), true }),
-		{desc: prometheus.NewDesc("pg2iceberg_table_live_files", "Files of each Iceberg table's current snapshot, by content.", []string{"table", "content"}, nil), kind: gauge,
-			sample: func(c *collector, emit func(float64, ...string)) {
-				for _, t := range c.st.Tables() {
-					emit(float64(t.Live.Data), t.Table, "data")
-					emit(float64(t.Live.Deletes), t.Table, "deletes")
-				}
-			}},
+		family("pg2iceberg_table_live_files", "Files of each Iceberg table's current snapshot, by content.", gauge, []string{"table", "content"}, func(c *collector, emit func(float64, ...string)) {
+			for _, t := range c.st.Tables() {
+				emit(float64(t.Live.Data), t.Table, "data")
+				emit(float64(t.Live.Deletes), t.Table, "deletes")
+			}
+		}),
 		perTable("pg2iceberg_table_live_bytes", "Bytes of the data and delete files of each Iceberg table's current snapshot.", gauge, func(t iceberg.TableStatus) (float64, bool) { return float64(t.Live.Bytes), true }),
 		perTable("pg2iceberg_key_index_keys", "Keys in each mirror's key index (one per live row).", gauge, func(t iceberg.TableStatus) (float64, bool) {
 			return float64(t.IndexKeys), !strings.HasSuffix(t.Table, iceberg.ChangelogSuffix)
@@ -199,26 +199,24 @@ func maintenanceDescs() []metricDesc {
 		one("pg2iceberg_manifest_rewrites_total", "Manifest rewrites committed after commits (a table past "+strconv.Itoa(tiering.MaxManifests)+" data manifests).", counter, func(c *collector) float64 { return float64(c.st.ManifestRewrites.Load()) }),
 		one("pg2iceberg_orphans_removed_total", "Orphan files removed (unreferenced, older than 3 days; a daily cleanup per table).", counter, func(c *collector) float64 { return float64(c.st.OrphansRemoved.Load()) }),
 		one("pg2iceberg_orphan_bytes_removed_total", "Bytes of the orphan files removed.", counter, func(c *collector) float64 { return float64(c.st.OrphanBytes.Load()) }),
-		{desc: prometheus.NewDesc("pg2iceberg_abandoned_files_total", "Files written and abandoned before any commit named them (aborted writers, discarded speculation), by whether they were deleted.", []string{"result"}, nil), kind: counter,
-			sample: func(c *collector, emit func(float64, ...string)) {
-				removed, kept := c.st.AbandonedFiles()
-				emit(float64(removed), "removed")
-				emit(float64(kept), "kept")
-			}},
+		family("pg2iceberg_abandoned_files_total", "Files written and abandoned before any commit named them (aborted writers, discarded speculation), by whether they were deleted.", counter, []string{"result"}, func(c *collector, emit func(float64, ...string)) {
+			removed, kept := c.st.AbandonedFiles()
+			emit(float64(removed), "removed")
+			emit(float64(kept), "kept")
+		}),
 		one("pg2iceberg_compactions_total", "Mirror compactions installed.", counter, func(c *collector) float64 { return float64(c.st.Compactions.Load()) }),
 		one("pg2iceberg_compaction_failures_total", "Mirror compactions that failed or could not be installed; a later one tries again.", counter, func(c *collector) float64 { return float64(c.st.CompactionFailures.Load()) }),
 		one("pg2iceberg_compaction_rewritten_bytes_total", "Bytes of data files compactions rewrote.", counter, func(c *collector) float64 { return float64(c.st.BytesRewritten.Load()) }),
 		one("pg2iceberg_tierings_total", "Rewrites installed that moved data files to a table's cold location.", counter, func(c *collector) float64 { return float64(c.st.Tierings.Load()) }),
 		one("pg2iceberg_tiered_bytes_total", "Bytes of data files moved to cold locations.", counter, func(c *collector) float64 { return float64(c.st.BytesTiered.Load()) }),
-		{desc: prometheus.NewDesc("pg2iceberg_table_tier_bytes", "Bytes of each tiered table's live data files in its own location (hot) and its cold location, as of the last tiering check.", []string{"table", "tier"}, nil), kind: gauge,
-			sample: func(c *collector, emit func(float64, ...string)) {
-				for _, t := range c.st.Tables() {
-					if t.Tiered {
-						emit(float64(t.HotBytes), t.Table, "hot")
-						emit(float64(t.ColdBytes), t.Table, "cold")
-					}
+		family("pg2iceberg_table_tier_bytes", "Bytes of each tiered table's live data files in its own location (hot) and its cold location, as of the last tiering check.", gauge, []string{"table", "tier"}, func(c *collector, emit func(float64, ...string)) {
+			for _, t := range c.st.Tables() {
+				if t.Tiered {
+					emit(float64(t.HotBytes), t.Table, "hot")
+					emit(float64(t.ColdBytes), t.Table, "cold")
 				}
-			}},
+			}
+		}),
 		perTable("pg2iceberg_table_last_compaction_timestamp_seconds", "When the bridge last installed a compaction of each table (tables it compacted since it started).", gauge, func(t iceberg.TableStatus) (float64, bool) {
 			return float64(t.LastCompaction.Unix()), !t.LastCompaction.IsZero()
 		}),
