@@ -39,10 +39,11 @@ func configCheckCmd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stdout, "# %s is valid. The configuration pg2iceberg run would use with it\n", path)
-	fmt.Fprintf(os.Stdout, "# (flags on the command line override everything here):\n")
-	printSettings(os.Stdout, runFlags(app), settings)
-	return printTables(os.Stdout, path)
+	w := app.Writer
+	fmt.Fprintf(w, "# %s is valid. The configuration pg2iceberg run would use with it\n", path)
+	fmt.Fprintf(w, "# (flags on the command line override everything here):\n")
+	printSettings(w, runFlags(app), settings)
+	return printTables(w, path)
 }
 
 // runFlags are the settable flags of the run command, in its order.

@@ -30,15 +30,11 @@ type setting struct {
 	values []string
 }
 
-// readSettings reads the settings of the configuration file at path,
-// checking that each names a flag some command has, with a value it takes.
-func readSettings(path string, known map[string]cli.Flag) ([]setting, *mapping.ConfigError) {
+// readSettings reads the settings of the configuration file path (its
+// contents: data), checking that each names a flag some command has, with
+// a value it takes.
+func readSettings(path string, data []byte, known map[string]cli.Flag) ([]setting, *mapping.ConfigError) {
 	e := &mapping.ConfigError{File: path}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		e.Add(0, "cannot read the file: %v", err)
-		return nil, e
-	}
 	var doc yaml.Node
 	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, e // the rules' reader says what is wrong with the file
@@ -222,8 +218,12 @@ func applySettings(app *cli.App, args []string) error {
 // checkConfigFile reads the whole configuration file at path, its settings
 // and its rules and tables, and reports every problem at once.
 func checkConfigFile(path string, known map[string]cli.Flag) ([]setting, error) {
-	settings, e := readSettings(path, known)
-	o, err := mapping.ReadConfig(path)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read --config: %w", err)
+	}
+	settings, e := readSettings(path, data, known)
+	o, err := mapping.ParseConfig(path, data)
 	if err == nil {
 		err = checkTableProperties(o)
 	}

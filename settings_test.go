@@ -119,3 +119,24 @@ func TestConfigCheckRedacts(t *testing.T) {
 		}
 	}
 }
+
+// pg2iceberg config check FILE: a valid file prints the configuration with
+// the file's rules and tables; a bad one is an error naming its line.
+func TestConfigCheckCommand(t *testing.T) {
+	good := writeConfig(t, "publication: shop_pub\ntables:\n  - table: public.orders\n    drop_table: keep\n")
+	app := newApp()
+	var out strings.Builder
+	app.Writer = &out
+	if err := app.Run([]string{"pg2iceberg", "config", "check", good}); err != nil {
+		t.Fatalf("config check of a valid file: %v", err)
+	}
+	for _, want := range []string{"is valid", "publication: shop_pub  # from the file, line 1", "- table: public.orders"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("config check output lacks %q:\n%s", want, out.String())
+		}
+	}
+	bad := writeConfig(t, "publication: shop_pub\nflush_rows: many\n")
+	if err := newApp().Run([]string{"pg2iceberg", "config", "check", bad}); err == nil || !strings.Contains(err.Error(), ":2: flush_rows") {
+		t.Errorf("config check of a bad file = %v, want the problem at line 2", err)
+	}
+}

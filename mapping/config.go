@@ -64,6 +64,12 @@ func ReadConfig(path string) (*Overrides, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read --config: %w", err)
 	}
+	return ParseConfig(path, data)
+}
+
+// ParseConfig is ReadConfig of a file already read: data, named path in
+// messages.
+func ParseConfig(path string, data []byte) (*Overrides, error) {
 	o, err := parseConfig(path, data, true)
 	if err != nil {
 		return nil, err
