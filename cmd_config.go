@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pg2iceberg/pg2iceberg/connstr"
+	"github.com/pg2iceberg/pg2iceberg/iceberg"
 )
 
 func configCommand() *cli.Command {
@@ -89,6 +90,9 @@ func printSettings(w io.Writer, flags []cli.Flag, settings []setting) {
 		if text || byName[name] == nil {
 			value = redactSetting(name, value)
 		}
+		if name == flagRESTHeader.Name {
+			value = redactHeaders(value)
+		}
 		fmt.Fprintf(w, "%s: %s  # %s\n", strings.ReplaceAll(name, "-", "_"), value, origin)
 	}
 }
@@ -139,6 +143,33 @@ func redactSetting(name, value string) string {
 		}
 	}
 	return connstr.Redact(value)
+}
+
+// redactHeaders hides the credentials in a list of header lines as
+// effective prints it: "[A: 1,B: 2]" or one line. A part without a colon
+// continues the line before it (a value holding a comma) and shares its
+// fate.
+func redactHeaders(value string) string {
+	list := strings.HasPrefix(value, "[") && strings.HasSuffix(value, "]")
+	parts := strings.Split(strings.TrimSuffix(strings.TrimPrefix(value, "["), "]"), ",")
+	hidden := false
+	var out []string
+	for _, p := range parts {
+		if !strings.Contains(p, ":") {
+			if !hidden {
+				out = append(out, p)
+			}
+			continue
+		}
+		r := iceberg.RedactHeader(p)
+		hidden = r != p
+		out = append(out, r)
+	}
+	text := strings.Join(out, ",")
+	if list {
+		text = "[" + text + "]"
+	}
+	return text
 }
 
 // printTables prints the file's rules and tables as it gives them.

@@ -93,7 +93,8 @@ func TestGroupCommandAlone(t *testing.T) {
 // config check prints each setting with its origin and no secret: a
 // password in a URL, a token.
 func TestConfigCheckRedacts(t *testing.T) {
-	path := writeConfig(t, "source: postgres://app:hunter2@localhost/shop\npublication: shop_pub\ncatalog_token: s3cr3t-token\n")
+	path := writeConfig(t, "source: postgres://app:hunter2@localhost/shop\npublication: shop_pub\ncatalog_token: s3cr3t-token\n"+
+		"rest_header: ['X-Api-Key: k3y-v4lue', 'X-Iceberg-Access-Delegation: vended-credentials']\n")
 	t.Setenv("PG2ICEBERG_FLUSH_ROWS", "5000")
 	app := newApp()
 	settings, err := checkConfigFile(path, settableFlags(app))
@@ -103,7 +104,7 @@ func TestConfigCheckRedacts(t *testing.T) {
 	var out strings.Builder
 	printSettings(&out, runFlags(app), settings)
 	text := out.String()
-	for _, secret := range []string{"hunter2", "s3cr3t"} {
+	for _, secret := range []string{"hunter2", "s3cr3t", "k3y-v4lue"} {
 		if strings.Contains(text, secret) {
 			t.Errorf("config check printed the secret %q:\n%s", secret, text)
 		}
@@ -113,6 +114,7 @@ func TestConfigCheckRedacts(t *testing.T) {
 		"catalog_token: <redacted>  # from the file, line 3",
 		"flush_rows: 5000  # from the environment (PG2ICEBERG_FLUSH_ROWS)",
 		"flush_interval: 10s  # default",
+		"rest_header: [X-Api-Key: <redacted>,X-Iceberg-Access-Delegation: vended-credentials]  # from the file, line 4",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("config check lacks %q:\n%s", want, text)

@@ -84,7 +84,34 @@ func (c RESTConfig) Secrets() []string {
 			out = append(out, s)
 		}
 	}
+	for _, l := range c.Headers {
+		if k, v, ok := strings.Cut(l, ":"); ok && secretHeader(k) && strings.TrimSpace(v) != "" {
+			out = append(out, strings.TrimSpace(v))
+		}
+	}
 	return out
+}
+
+// secretHeader says whether a header's name says it carries a credential
+// (X-Api-Key, X-Amz-Security-Token, Cookie, ...), whose value is then kept
+// out of messages like a token's.
+func secretHeader(name string) bool {
+	name = strings.ToLower(name)
+	for _, word := range []string{"key", "token", "secret", "auth", "password", "credential", "session", "cookie", "signature"} {
+		if strings.Contains(name, word) {
+			return true
+		}
+	}
+	return false
+}
+
+// RedactHeader hides the value of a "Name: value" header line that
+// carries a credential (see secretHeader); other lines are kept.
+func RedactHeader(line string) string {
+	if k, _, ok := strings.Cut(line, ":"); ok && secretHeader(k) {
+		return k + ": <redacted>"
+	}
+	return line
 }
 
 // validate reports every problem with the REST settings; rest says whether
@@ -205,7 +232,8 @@ func parseHeaders(lines []string) (map[string]string, error) {
 		k = http.CanonicalHeaderKey(strings.TrimSpace(k))
 		switch _, dup := out[k]; {
 		case !ok || k == "" || strings.ContainsAny(k, " \t") || strings.ContainsAny(v, "\r\n"):
-			return nil, fmt.Errorf("--rest-header %q: write Name: value, one header each", l)
+			name, _, _ := strings.Cut(strings.TrimSpace(l), " ")
+			return nil, fmt.Errorf("--rest-header %q...: write Name: value, one header each", name)
 		case k == "Authorization":
 			return nil, errors.New("--rest-header Authorization: pass the token with PG2ICEBERG_REST_TOKEN or --rest-token-file, which keep it out of the process list")
 		case dup:

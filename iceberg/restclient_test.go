@@ -170,3 +170,37 @@ func TestRESTConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// A header that carries a credential (an API key, a session token) is a
+// secret like the token: Secrets gives its value for scrubbing, and a
+// malformed line's error does not echo it. A header such as the access
+// delegation one is not, so its short common value is not masked in every
+// log line.
+func TestRESTConfigHeaderSecrets(t *testing.T) {
+	rc := iceberg.RESTConfig{Token: "tok3n", Headers: []string{
+		"X-Api-Key: k3y-v4lue", "X-Amz-Security-Token: s3ss10n", "X-Iceberg-Access-Delegation: vended-credentials",
+	}}
+	got := strings.Join(rc.Secrets(), " ")
+	for _, want := range []string{"tok3n", "k3y-v4lue", "s3ss10n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Secrets() = %q, lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "vended") {
+		t.Errorf("Secrets() = %q holds a value that is not a credential", got)
+	}
+	cfg := iceberg.CatalogConfig{Warehouse: "/tmp/wh", Catalog: "https://cat.example/api",
+		REST: iceberg.RESTConfig{Headers: []string{"X-Api-Key k3y-v4lue"}}}
+	err := cfg.Validate()
+	if err == nil || strings.Contains(err.Error(), "k3y") || !strings.Contains(err.Error(), "X-Api-Key") {
+		t.Errorf("Validate() of a header without a colon = %v, want an error naming X-Api-Key without its value", err)
+	}
+	for line, want := range map[string]string{
+		"X-Api-Key: k3y-v4lue":                            "X-Api-Key: <redacted>",
+		"X-Iceberg-Access-Delegation: vended-credentials": "X-Iceberg-Access-Delegation: vended-credentials",
+	} {
+		if got := iceberg.RedactHeader(line); got != want {
+			t.Errorf("RedactHeader(%q) = %q, want %q", line, got, want)
+		}
+	}
+}
