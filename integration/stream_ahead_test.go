@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
 
@@ -57,27 +58,9 @@ func TestStreamedTransactionAhead(t *testing.T) {
 	// the load's transactions commit between its streamed segments.
 	bigTx := func(end string, stmts ...string) (xid int64, changes int64) {
 		t.Helper()
-		ctx := context.Background()
-		tx, err := conn.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback(ctx)
-		if err := tx.QueryRow(ctx, "SELECT txid_current()").Scan(&xid); err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range stmts {
-			tag, err := tx.Exec(ctx, s)
-			if err != nil {
-				t.Fatalf("%s: %v", s, err)
-			}
-			if tag.Insert() || tag.Update() || tag.Delete() {
-				changes += tag.RowsAffected()
-			}
-			waitLoadCommits(t, &loadChanges, 2)
-		}
-		if _, err := tx.Exec(ctx, end); err != nil {
-			t.Fatal(err)
+		xid, tags := runTx(t, conn, end, func() { waitLoadCommits(t, &loadChanges, 2) }, stmts...)
+		for _, tag := range tags {
+			changes += rowChanges(tag)
 		}
 		return xid, changes
 	}
@@ -328,4 +311,43 @@ func waitLoadCommits(t *testing.T, changes *atomic.Int64, n int64) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// runTx runs stmts in one transaction ended by end (COMMIT or ROLLBACK),
+// calling between after each statement, and returns the transaction's xid
+// and each statement's command tag.
+func runTx(t *testing.T, conn *pgx.Conn, end string, between func(), stmts ...string) (xid int64, tags []pgconn.CommandTag) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if err := tx.QueryRow(ctx, "SELECT txid_current()").Scan(&xid); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stmts {
+		tag, err := tx.Exec(ctx, s)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		tags = append(tags, tag)
+		if between != nil {
+			between()
+		}
+	}
+	if _, err := tx.Exec(ctx, end); err != nil {
+		t.Fatal(err)
+	}
+	return xid, tags
+}
+
+// rowChanges is how many row changes a statement's tag reports: its rows
+// for INSERT, UPDATE and DELETE, none for anything else.
+func rowChanges(tag pgconn.CommandTag) int64 {
+	if tag.Insert() || tag.Update() || tag.Delete() {
+		return tag.RowsAffected()
+	}
+	return 0
 }

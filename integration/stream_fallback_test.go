@@ -1,0 +1,93 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/pg2iceberg/pg2iceberg/integration/harness"
+)
+
+// What a streamed transaction may hold that applying it ahead does not
+// handle — a TRUNCATE, an ADD COLUMN followed by rows that use it, an
+// UPDATE that leaves a TOAST value unchanged — makes the bridge give the
+// speculation up, with the reason in the log, and apply the transaction
+// from its spool at its commit. Each ends with the mirror equal to
+// PostgreSQL (the unchanged TOAST values kept, the new column filled) and
+// every change once in the changelog.
+func TestStreamedTransactionFallbacks(t *testing.T) {
+	t.Parallel()
+	pg := harness.StartPostgresT(t, harness.PostgresOptions{Settings: map[string]string{"logical_decoding_work_mem": "64kB"}})
+	// doc holds 8 kB of md5 text, which does not compress below the TOAST
+	// threshold, so it is stored out of line and an UPDATE that leaves it
+	// alone sends it as unchanged.
+	if err := pg.Exec(context.Background(), `CREATE TABLE big (id int PRIMARY KEY, v text, doc text);
+		CREATE TABLE other (id int PRIMARY KEY);
+		INSERT INTO big SELECT g, 'old', (SELECT string_agg(md5(g::text || ':' || i), '') FROM generate_series(1, 256) i)
+			FROM generate_series(1, 200) g;
+		INSERT INTO other SELECT generate_series(1, 10);
+		CREATE PUBLICATION big_pub FOR TABLE big, other;`); err != nil {
+		t.Fatal(err)
+	}
+	conn := pgConn(t, pg)
+	tg := localTarget(t)
+	b := startBridge(t, nil, runArgs(pg, "big_pub", tg)...)
+	waitSlot(t, conn, "pg2iceberg_big_pub", b)
+	waitCaughtUp(t, conn, "pg2iceberg_big_pub", b)
+
+	var changes int64 // of big
+	// streamed runs stmts in one transaction large enough to stream, and
+	// returns its xid.
+	streamed := func(first int, stmts ...string) int64 {
+		t.Helper()
+		stmts = append([]string{fmt.Sprintf("INSERT INTO big (id, v) SELECT g, 'bulk' FROM generate_series(%d, %d) g", first, first+19999)}, stmts...)
+		xid, tags := runTx(t, conn, "COMMIT", nil, stmts...)
+		for i, tag := range tags {
+			if strings.Contains(stmts[i], " big") {
+				changes += rowChanges(tag)
+			}
+		}
+		return xid
+	}
+	cases := []struct {
+		name, reason string
+		xid          int64
+	}{
+		{name: "truncate", reason: "a 'T' message in the transaction", xid: streamed(100_000,
+			"TRUNCATE other",
+			"INSERT INTO big (id, v) SELECT g, 'after truncate' FROM generate_series(130000, 130099) g")},
+		{name: "add column", reason: "table public.big changed or is new", xid: streamed(200_000,
+			"ALTER TABLE big ADD COLUMN extra int",
+			"UPDATE big SET extra = id % 7 WHERE id BETWEEN 200000 AND 200999")},
+		{name: "unchanged toast", reason: "unchanged TOAST value", xid: streamed(300_000,
+			"UPDATE big SET v = 'toast kept' WHERE id <= 100")},
+	}
+	waitCaughtUp(t, conn, "pg2iceberg_big_pub", b)
+	b.stop(t)
+
+	log := b.log()
+	for _, c := range cases {
+		line := fmt.Sprintf(`msg="streamed transaction will be applied at its commit" xid=%d `, c.xid)
+		i := strings.Index(log, line)
+		if i < 0 {
+			t.Errorf("%s: transaction %d was not given up ahead; log:\n%s", c.name, c.xid, tail(log, 30))
+			continue
+		}
+		end := strings.IndexByte(log[i:], '\n')
+		if end < 0 {
+			end = len(log) - i
+		}
+		if !strings.Contains(log[i:i+end], c.reason) {
+			t.Errorf("%s: given up for another reason: %s", c.name, log[i:i+end])
+		}
+		t.Logf("%s: %s", c.name, log[i:i+end])
+	}
+	want := pgRows(t, conn, "id, v, doc, extra", "public.big")
+	compareRows(t, "iceberg-go", "public.big", "id", icegoRows(t, tg, "public.big"), want)
+	compareRows(t, "pyiceberg", "public.big", "id", pyicebergRows(t, tg, "public.big"), want)
+	if got := pyicebergRows(t, tg, "public.other"); len(got) != 0 {
+		t.Errorf("public.other has %d rows after the TRUNCATE, want 0", len(got))
+	}
+	checkChangelog(t, tg, "public.big", changes)
+}
