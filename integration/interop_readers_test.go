@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/big"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -206,23 +207,39 @@ func sumColumn(rows []row, col string) any {
 // duckdbScript loads DuckDB's avro and iceberg extensions offline (from the
 // duckdb-ext wheels scripts/setup.sh installs) and prints the first row of
 // the query argv[1], its parameters being argv[2] (a path) and then
-// integers.
+// integers. With DUCKDB_S3_ENDPOINT set it loads httpfs too and reads s3://
+// paths from that endpoint (path style, plain HTTP) with the AWS_* keys.
 const duckdbScript = `import sys, os, duckdb, duckdb_ext
 ext = os.path.join(list(duckdb_ext.__path__)[0], "extensions")
 con = duckdb.connect(config={"extension_directory": ext, "autoinstall_known_extensions": False, "autoload_known_extensions": False})
 for e in ("avro", "iceberg"):
     con.load_extension(e)
+if os.environ.get("DUCKDB_S3_ENDPOINT"):
+    con.load_extension("httpfs")
+    con.execute("CREATE SECRET (TYPE s3, KEY_ID ?, SECRET ?, REGION ?, ENDPOINT ?, URL_STYLE 'path', USE_SSL false)".replace("?", "'%s'") % (
+        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"], os.environ.get("AWS_REGION", "us-east-1"), os.environ["DUCKDB_S3_ENDPOINT"]))
 print(con.execute(sys.argv[1], [sys.argv[2]] + [int(a) for a in sys.argv[3:]]).fetchone())`
 
 // duckdbRow runs query in DuckDB with dir and ints for its ? parameters
 // and returns its first row as Python prints the tuple.
 func duckdbRow(t *testing.T, query, dir string, ints ...int64) string {
 	t.Helper()
+	return duckdbRowIn(t, target{}, query, dir, ints...)
+}
+
+// duckdbRowIn is duckdbRow with DuckDB reaching tg's S3 store, if it has
+// one.
+func duckdbRowIn(t *testing.T, tg target, query, dir string, ints ...int64) string {
+	t.Helper()
 	args := []string{"-c", duckdbScript, query, dir}
 	for _, n := range ints {
 		args = append(args, strconv.FormatInt(n, 10))
 	}
-	out, err := exec.Command("python3", args...).CombinedOutput()
+	cmd := exec.Command("python3", args...)
+	if tg.s3 != nil {
+		cmd.Env = append(append(os.Environ(), tg.s3.Env()...), "DUCKDB_S3_ENDPOINT="+strings.TrimPrefix(tg.s3.Endpoint, "http://"))
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("duckdb %s on %s: %v\n%s", query, dir, err, out)
 	}

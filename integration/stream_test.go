@@ -187,17 +187,19 @@ func runMixed(t *testing.T, tg target, crash string) {
 		checkChangelog(t, tg, table, w.changes[table])
 	}
 	checkKeyChange(t, tg)
-	if tg.s3 == nil {
-		checkCatalogless(t, conn, tg)
-	}
+	checkCatalogless(t, conn, tg)
 }
 
 // checkCatalogless reads a mirror as a catalog-less reader does: DuckDB's
-// iceberg_scan on the table directory, through metadata/version-hint.text.
+// iceberg_scan on the table directory, through metadata/version-hint.text,
+// on local disk or S3.
 func checkCatalogless(t *testing.T, conn *pgx.Conn, tg target) {
 	t.Helper()
-	dir := filepath.Join(mustAbs(t, tg.warehouse), "shop.db", "orders")
-	got := duckdbRow(t, "SELECT count(*), sum(amount) FROM iceberg_scan(?)", dir)
+	dir := tg.warehouse + "/shop.db/orders"
+	if tg.s3 == nil {
+		dir = filepath.Join(mustAbs(t, tg.warehouse), "shop.db", "orders")
+	}
+	got := duckdbRowIn(t, tg, "SELECT count(*), sum(amount) FROM iceberg_scan(?)", dir)
 	var want string
 	if err := conn.QueryRow(context.Background(), `SELECT '(' || count(*) || ', Decimal(''' || sum(amount) || '''))' FROM shop.orders`).Scan(&want); err != nil {
 		t.Fatal(err)
@@ -271,8 +273,6 @@ func TestMixedWorkloadLocal(t *testing.T) {
 	runMixed(t, localTarget(t), "")
 }
 
-func TestMixedWorkloadS3(t *testing.T) { runMixed(t, s3Target(t), "") }
-
 func TestCrashMidBatch(t *testing.T) {
 	t.Parallel()
 	runMixed(t, localTarget(t), "mid-batch:400")
@@ -286,4 +286,14 @@ func TestCrashBeforeCommit(t *testing.T) {
 func TestCrashAfterCommitBeforeAck(t *testing.T) {
 	t.Parallel()
 	runMixed(t, localTarget(t), "after-commit:4")
+}
+
+// The mixed workload with the warehouse on S3 (versitygw), crashed after a
+// commit and before its acknowledgement: the commit's files and metadata
+// are objects, and the restarted bridge must find the commit from the
+// catalog and skip what it holds. It also stands for the workload on S3
+// without a crash: the steps before and after the crash stream as usual.
+// Not parallel: the iceberg-go reader sets the AWS environment.
+func TestCrashAfterCommitBeforeAckS3(t *testing.T) {
+	runMixed(t, s3Target(t), "after-commit:4")
 }
