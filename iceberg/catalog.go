@@ -39,6 +39,11 @@ type CatalogConfig struct {
 	S3Endpoint  string
 	S3Region    string
 	S3PathStyle bool
+	// S3AccessKeyID and S3SecretAccessKey are static keys for a program
+	// that opens several S3 stores at once (the integration tests): set,
+	// they are used instead of the default chain. The command line has no
+	// flag for them; it takes keys from the environment or a profile.
+	S3AccessKeyID, S3SecretAccessKey string
 	// REST authenticates to an http(s):// catalog; unused otherwise.
 	REST RESTConfig
 }
@@ -116,6 +121,9 @@ func (c CatalogConfig) IOProps() icego.Properties {
 	}
 	if c.S3Region != "" {
 		p[icebergio.S3Region] = c.S3Region
+	}
+	if c.S3AccessKeyID != "" {
+		p[icebergio.S3AccessKeyID], p[icebergio.S3SecretAccessKey] = c.S3AccessKeyID, c.S3SecretAccessKey
 	}
 	if c.IsS3() {
 		// Said either way: iceberg-go picks path style only with an

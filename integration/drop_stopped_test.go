@@ -38,6 +38,7 @@ func setupDropB(t *testing.T, pg *harness.Postgres) string {
 // keep marks them, drop removes them. The rows changed before the drop
 // are skipped (the table cannot be copied any more), the others stream on.
 func TestDropWhileStopped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pg, conn := startSource(t, `CREATE TABLE a (id int PRIMARY KEY, v text);
 		CREATE TABLE b (id int PRIMARY KEY, v text);

@@ -24,20 +24,20 @@ import (
 )
 
 // withCatalog opens tg's catalog with iceberg-go (on S3 with the test
-// server's keys), runs fn on it and closes it.
+// server's keys, given to the catalog rather than set in the environment,
+// so that tests on several S3 servers run in parallel), runs fn on it and
+// closes it.
 func withCatalog(t *testing.T, tg target, fn func(ctx context.Context, cat catalog.Catalog)) {
 	t.Helper()
 	ctx := context.Background()
-	if tg.s3 != nil {
-		for _, kv := range tg.s3.Env() {
-			k, v, _ := strings.Cut(kv, "=")
-			t.Setenv(k, v)
-		}
-	}
-	cat, err := iceberg.OpenCatalog(ctx, iceberg.CatalogConfig{
+	cc := iceberg.CatalogConfig{
 		Warehouse: tg.warehouse, Catalog: tg.catalog,
 		S3Endpoint: endpoint(tg), S3Region: "us-east-1", S3PathStyle: tg.s3 != nil,
-	})
+	}
+	if tg.s3 != nil {
+		cc.S3AccessKeyID, cc.S3SecretAccessKey = tg.s3.AccessKey, tg.s3.SecretKey
+	}
+	cat, err := iceberg.OpenCatalog(ctx, cc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +154,7 @@ func unreferencedFiles(t *testing.T, tg target, name string) (stored int, orphan
 // speculation is given up: afterwards every file under the tables' data
 // directories is referenced by a snapshot (local and S3).
 func TestAbandonedSpeculationFiles(t *testing.T) {
+	t.Parallel()
 	for _, mk := range []func(*testing.T) target{localTarget, s3Target} {
 		tg := mk(t)
 		t.Run(tg.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 // what to do, and both tables stream on. A rename to a free name then
 // renames its Iceberg tables.
 func TestRenameIntoAnotherTablesName(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
 		CREATE TABLE u (id int PRIMARY KEY, w text);
 		INSERT INTO t VALUES (1, 't1');

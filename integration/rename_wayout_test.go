@@ -37,6 +37,7 @@ func fieldID(t *testing.T, tg target, table, name string) int {
 // changelog's schema in line, there are no rows to copy): the renamed
 // column keeps its field and the changelog goes on.
 func TestKeylessRenameWithoutCapture(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE notes (id int, body text);
 		CREATE PUBLICATION notes_pub FOR TABLE notes WITH (publish = 'insert, truncate');`)
 	tg := localTarget(t)
@@ -92,6 +93,7 @@ func TestKeylessRenameWithoutCapture(t *testing.T) {
 // (backfill --table, which renames the Iceberg field by attnum), not
 // "drop the Iceberg tables", and after it the mirror is exact.
 func TestKeyRenameWithoutCapture(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE k (id int PRIMARY KEY, v text);
 		INSERT INTO k SELECT g, 'v' || g FROM generate_series(1, 20) g;
 		CREATE PUBLICATION k_pub FOR TABLE k;`)

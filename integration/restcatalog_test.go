@@ -77,6 +77,7 @@ func startRESTFixture(t *testing.T, wh string) string {
 // restart, and iceberg-go, pyiceberg and Spark read through that server
 // what Postgres holds.
 func TestRESTCatalogWriteTarget(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE items (id int PRIMARY KEY, v text, n int);
 		INSERT INTO items SELECT g, 'v' || g, g FROM generate_series(1, 200) g;
 		CREATE PUBLICATION rest_pub FOR TABLE items;`)

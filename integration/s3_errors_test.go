@@ -18,6 +18,7 @@ import (
 // neither creates the slot or the embedded catalog file in the current
 // directory.
 func TestS3WarehouseUnusable(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1);
 		CREATE PUBLICATION s3e_pub FOR TABLE t;`)
 	s3 := harness.StartS3T(t)
@@ -99,6 +100,7 @@ func withoutAWS(env []string) []string {
 // flags to look at. (An IP address endpoint is always addressed path
 // style by the SDK, so the test uses localhost.)
 func TestS3PathStyleFlag(t *testing.T) {
+	t.Parallel()
 	pg, _ := startSource(t, `CREATE TABLE t (id int PRIMARY KEY); CREATE PUBLICATION ps_pub FOR TABLE t;`)
 	s3 := harness.StartS3T(t)
 	if err := s3.CreateBucket(context.Background(), "lake"); err != nil {

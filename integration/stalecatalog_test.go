@@ -93,7 +93,8 @@ func TestRestoredCatalog(t *testing.T) {
 }
 
 // The same on S3, where the check lists each table's metadata with one
-// request: refused, flagged, repaired.
+// request: refused, flagged, repaired. Not parallel: its commands take the
+// S3 keys from the test's environment (see startUsersAt).
 func TestRestoredCatalogS3(t *testing.T) { restoredCatalog(t, s3Target(t), false) }
 
 func restoredCatalog(t *testing.T, tg target, recopy bool) {

@@ -293,7 +293,7 @@ func TestCrashAfterCommitBeforeAck(t *testing.T) {
 // are objects, and the restarted bridge must find the commit from the
 // catalog and skip what it holds. It also stands for the workload on S3
 // without a crash: the steps before and after the crash stream as usual.
-// Not parallel: the iceberg-go reader sets the AWS environment.
 func TestCrashAfterCommitBeforeAckS3(t *testing.T) {
+	t.Parallel()
 	runMixed(t, s3Target(t), "after-commit:4")
 }

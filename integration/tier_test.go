@@ -179,6 +179,7 @@ func TestTieringLocal(t *testing.T) {
 // Not parallel: reading S3 in this process sets the gateway's keys in its
 // environment.
 func TestTieringS3(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, tierSource)
 	tg := s3Target(t)
 	ctx := context.Background()
