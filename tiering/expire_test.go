@@ -197,3 +197,53 @@ func TestScheduleAfterCommit(t *testing.T) {
 		t.Errorf("AfterCommit right after an expiry = %+v, want nil (not due for %s)", u, tiering.ExpireEvery)
 	}
 }
+
+// A running bridge's daily orphan cleanup: not at the first commit (files
+// of commits in flight), not again within OrphansEvery, and then it
+// removes the files no metadata names that are older than
+// DefaultOrphanAge, keeping younger ones and the files kept by name.
+func TestScheduleOrphansDaily(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cat, tbl := newTableCat(t, dir, "100")
+	tbl = appendSnapshots(t, tbl, 2)
+	loc := filepath.Join(dir, "wh", "ns.db", "t")
+	plant := func(rel string, age time.Duration) string {
+		p := filepath.Join(loc, rel)
+		if err := os.WriteFile(p, []byte("orphan"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-age)
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	old := plant("data/crashed-flush.parquet", tiering.DefaultOrphanAge+time.Hour)
+	young := plant("data/in-flight.parquet", time.Hour)
+	kept := plant("metadata/pg2iceberg-keyindex.bin", tiering.DefaultOrphanAge+time.Hour)
+	s := tiering.Schedule{Keep: []string{"/metadata/pg2iceberg-keyindex.bin"}}
+	if u := s.AfterCommit(ctx, cat, tbl); u == nil || u.Orphans != nil {
+		t.Fatalf("first AfterCommit = %+v, want an expiry and no orphan cleanup", u)
+	}
+	s.OrphansRanAt(time.Now().Add(-tiering.OrphansEvery + time.Minute))
+	if u := s.AfterCommit(ctx, cat, tbl); u != nil && u.Orphans != nil {
+		t.Fatalf("AfterCommit within %s of the last cleanup ran one: %+v", tiering.OrphansEvery, u.Orphans)
+	}
+	s.OrphansRanAt(time.Now().Add(-tiering.OrphansEvery - time.Minute))
+	u := s.AfterCommit(ctx, cat, tbl)
+	if u == nil || u.Orphans == nil || len(u.Failures) != 0 {
+		t.Fatalf("AfterCommit %s after the last cleanup = %+v, want an orphan cleanup without failures", tiering.OrphansEvery, u)
+	}
+	if u.Orphans.Removed != 1 || u.Orphans.RemovedBytes != 6 {
+		t.Errorf("daily cleanup = %+v, want the one old orphan removed", *u.Orphans)
+	}
+	for p, want := range map[string]bool{old: false, young: true, kept: true} {
+		if _, err := os.Stat(p); (err == nil) != want {
+			t.Errorf("%s: stat %v, want present %v", p, err, want)
+		}
+	}
+	if u := s.AfterCommit(ctx, cat, u.Table); u != nil && u.Orphans != nil {
+		t.Errorf("AfterCommit right after the daily cleanup ran another: %+v", u.Orphans)
+	}
+}
