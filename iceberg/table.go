@@ -20,7 +20,8 @@ import (
 	"github.com/pg2iceberg/pg2iceberg/tiering"
 )
 
-// Snapshot summary properties the bridge writes and reads.
+// Snapshot summary properties the bridge writes and reads. PropLSN and
+// PropSource are also table properties, set by each of its commits.
 const (
 	PropLSN      = "pg2iceberg.lsn"       // end LSN of the last source transaction contained
 	PropSource   = "pg2iceberg.source"    // source identity: system id/database/slot
@@ -244,7 +245,22 @@ func Watermark(tbl *table.Table, source string) (decode.LSN, time.Time, error) {
 		}
 		s = meta.SnapshotByID(*s.ParentSnapshotID)
 	}
-	return 0, time.Time{}, nil
+	// No snapshot of the bridge's is left in the history (an outside job
+	// expired them all, keeping only its own): the table property each
+	// commit of the bridge's also sets still says what the table holds.
+	props := meta.Properties()
+	v, ok := props[PropLSN]
+	if !ok {
+		return 0, time.Time{}, nil
+	}
+	if src := props[PropSource]; source != "" && src != source {
+		return 0, time.Time{}, fmt.Errorf("table %s was written from source %q, not %q: point the bridge at another warehouse or drop the table", strings.Join(tbl.Identifier(), "."), src, source)
+	}
+	lsn, err := parseLSNProp(v)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("table %s property: %w", strings.Join(tbl.Identifier(), "."), err)
+	}
+	return lsn, time.UnixMilli(meta.LastUpdatedMillis()), nil
 }
 
 func parseLSNProp(v string) (decode.LSN, error) {
@@ -282,7 +298,12 @@ func (t *icebergTable) commitFiles(ctx context.Context, cat catalog.Catalog, dat
 			return fmt.Errorf("commit %s: %w", t.name(), err)
 		}
 		txn := base.NewTransaction()
-		err = t.stageFiles(ctx, txn, data, deletes, replaceAll, props)
+		// The watermark as a table property too: it outlives the snapshots
+		// (see Watermark).
+		err = txn.SetProperties(icego.Properties{PropLSN: props[PropLSN], PropSource: source})
+		if err == nil {
+			err = t.stageFiles(ctx, txn, data, deletes, replaceAll, props)
+		}
 		if err == nil {
 			var tbl *table.Table
 			tbl, err = txn.Commit(ctx)
