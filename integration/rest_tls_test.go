@@ -51,6 +51,14 @@ func sharedTestCA() (*testCA, error) {
 	return caShared, caErr
 }
 
+// removeTestCA deletes the CA's files, if it was made (TestMain, after
+// the Spark JVM that trusts it has stopped).
+func removeTestCA() {
+	if caShared != nil {
+		_ = os.RemoveAll(filepath.Dir(caShared.caPEM))
+	}
+}
+
 func makeTestCA() (*testCA, error) {
 	dir, err := os.MkdirTemp("", "pg2iceberg-ca-")
 	if err != nil {
