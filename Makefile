@@ -1,7 +1,7 @@
 # pg2iceberg — see README.md.
 GO ?= go
 
-.PHONY: setup build static test test-long race unit integration lint demo bench bench-ab clean
+.PHONY: setup build static test test-long trino race unit integration lint demo bench bench-ab clean
 
 # Installs what is missing (idempotent; under a second when all is there).
 # make test and make demo run it first, so on a fresh machine they are the
@@ -52,6 +52,14 @@ RACE_TESTS = TestMixedWorkloadLocal|TestCrashMidBatch|TestStreamedTransactionAhe
 race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
 	PG2ICEBERG_RACE=1 $(GO) test -count=1 -timeout 20m -parallel 4 -run '^($(RACE_TESTS))$$' ./integration/
+
+# Trino, the fifth reader, opt-in (an 821 MB download): scripts/setup.sh
+# --trino fetches trino-server and trino-cli, then Trino's iceberg
+# connector reads the mirrors through the served catalog over TLS and
+# OAuth2 (integration/trino_test.go, build tag trino).
+trino: build
+	bash scripts/setup.sh --trino
+	$(GO) test -count=1 -timeout 20m -tags trino -run '^TestTrinoReadsServedCatalog$$' -v ./integration/
 
 # The integration tests with the heavy ones at full size (PG2ICEBERG_LONG=1:
 # the 5,000,000-row backfill, the 1,000,000-row transaction, ...; see size

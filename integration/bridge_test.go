@@ -53,6 +53,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	stopSpark()
 	stopPyiceberg()
+	removeTestCA()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -25,20 +25,26 @@ import (
 // iceberg-spark-runtime jar it links at <cache>/jars/iceberg-spark-runtime.jar.
 const sparkVersion = "3.5"
 
+// cacheDir is where scripts/setup.sh puts what it fetches:
+// $PG2ICEBERG_CACHE_DIR, or pg2iceberg in the user's cache directory.
+func cacheDir(t *testing.T) string {
+	t.Helper()
+	if dir := os.Getenv("PG2ICEBERG_CACHE_DIR"); dir != "" {
+		return dir
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(cache, "pg2iceberg")
+}
+
 // sparkJar finds the iceberg-spark-runtime jar scripts/setup.sh fetched.
 func sparkJar(t *testing.T) string {
 	t.Helper()
 	jar := os.Getenv("PG2ICEBERG_SPARK_JAR")
 	if jar == "" {
-		dir := os.Getenv("PG2ICEBERG_CACHE_DIR")
-		if dir == "" {
-			cache, err := os.UserCacheDir()
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir = filepath.Join(cache, "pg2iceberg")
-		}
-		jar = filepath.Join(dir, "jars", "iceberg-spark-runtime.jar")
+		jar = filepath.Join(cacheDir(t), "jars", "iceberg-spark-runtime.jar")
 	}
 	if _, err := os.Stat(jar); err != nil {
 		t.Fatalf("no iceberg-spark-runtime jar (%v): run scripts/setup.sh, or set PG2ICEBERG_SPARK_JAR", err)
@@ -89,6 +95,11 @@ func launchSpark(jar string) (*sparkJVM, error) {
 	// runtime, for the sessions on a JdbcCatalog (see startSparkJDBC).
 	if jdbc := filepath.Join(filepath.Dir(jar), "postgresql-jdbc.jar"); fileExists(jdbc) {
 		args = append(args, "--jdbc-jar", jdbc)
+	}
+	// The JVM trusts the tests' CA (see testCA), for catalogs served over
+	// TLS; without keytool it runs on and those tests fail on their own.
+	if ca, err := sharedTestCA(); err == nil {
+		args = append(args, "--trust-store", ca.trustStore)
 	}
 	cmd, stdin, stdout, err := startReader("readers/spark_session.py", tmp, j.stderr, args...)
 	if err != nil {
@@ -221,7 +232,7 @@ func (s *sparkSession) exchange(t *testing.T, req map[string]string, out any) bo
 		t.Fatal(err)
 	}
 	shown := b
-	if req["token"] != "" || req["password"] != "" {
+	if req["token"] != "" || req["password"] != "" || req["credential"] != "" {
 		shown = []byte(req["op"] + " " + req["session"])
 	}
 	j := s.jvm

@@ -16,7 +16,20 @@
 #     $PG2ICEBERG_CACHE_DIR/jars/rest-fixture, for the REST write-target tests
 #   - docker-compose (Debian's 1.29), which scripts/check-compose.sh uses to
 #     validate docker-compose.yml; no Docker engine is needed or installed
+#   - with --trino only (opt-in: an 821 MB download, a minute here, kept by
+#     Maven in ~/.m2 as well, and 900 MB unpacked, three minutes on a busy
+#     machine): io.trino:trino-server and trino-cli from Maven
+#     Central, unpacked in $PG2ICEBERG_CACHE_DIR/trino/server, for the Trino
+#     reader (make trino); Trino needs Java 24 or newer
 set -euo pipefail
+
+WITH_TRINO=
+for arg in "$@"; do
+	case "$arg" in
+	--trino) WITH_TRINO=1 ;;
+	*) printf 'ERROR: unknown argument %s: the only option is --trino\n' "$arg" >&2; exit 2 ;;
+	esac
+done
 
 VERSITYGW_VERSION=v1.8.0
 PYICEBERG_VERSION=0.12.0
@@ -31,6 +44,9 @@ ICEBERG_SPARK_RUNTIME=org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.1
 # Postgres SQL catalog (the outside-writer tests).
 POSTGRES_JDBC=org.postgresql:postgresql:42.7.8
 MAVEN_DEPENDENCY_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.8.1
+# Trino (--trino): the server tarball and the CLI, and the Java it runs on.
+TRINO_VERSION=476
+TRINO_JAVA_HOME=${PG2ICEBERG_TRINO_JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 CACHE_DIR=${PG2ICEBERG_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/pg2iceberg}
 
 say() { printf '==> %s\n' "$*"; }
@@ -300,6 +316,30 @@ else
 	COMPOSE_VERSION=$(command -v docker-compose)
 fi
 
+# ------------------------------------------------------------ trino (opt-in)
+TRINO_DIR="$CACHE_DIR/trino"
+if [ -n "$WITH_TRINO" ]; then
+	"$TRINO_JAVA_HOME/bin/java" -version >/dev/null 2>&1 ||
+		die "Trino $TRINO_VERSION needs Java 24 or newer: none at $TRINO_JAVA_HOME; set PG2ICEBERG_TRINO_JAVA_HOME to one"
+	if [ ! -x "$TRINO_DIR/server/bin/launcher" ] || [ "$(cat "$TRINO_DIR/server/.version" 2>/dev/null)" != "$TRINO_VERSION" ]; then
+		say "fetching trino-server $TRINO_VERSION (821 MB) and trino-cli with maven"
+		mkdir -p "$TRINO_DIR"
+		for a in "io.trino:trino-server:$TRINO_VERSION:tar.gz" "io.trino:trino-cli:$TRINO_VERSION:jar:executable"; do
+			mvn -q -B -Dstyle.color=never --strict-checksums "$MAVEN_DEPENDENCY_PLUGIN:copy" -Dartifact="$a" -DoutputDirectory="$TRINO_DIR" ||
+				die "maven could not fetch $a (see above): check that Maven Central is reachable"
+		done
+		rm -rf "$TRINO_DIR/server" "$TRINO_DIR/trino-server-$TRINO_VERSION"
+		# The tarball hard-links jars across plugins: unpack it whole.
+		tar xzf "$TRINO_DIR/trino-server-$TRINO_VERSION.tar.gz" -C "$TRINO_DIR"
+		mv "$TRINO_DIR/trino-server-$TRINO_VERSION" "$TRINO_DIR/server"
+		rm -f "$TRINO_DIR/trino-server-$TRINO_VERSION.tar.gz"
+		chmod +x "$TRINO_DIR/trino-cli-$TRINO_VERSION-executable.jar"
+		echo "$TRINO_VERSION" >"$TRINO_DIR/server/.version"
+	fi
+	TRINO_CLI_VERSION=$(PATH="$TRINO_JAVA_HOME/bin:$PATH" "$TRINO_DIR/trino-cli-$TRINO_VERSION-executable.jar" --version 2>&1) ||
+		die "trino-cli does not run on $TRINO_JAVA_HOME: $TRINO_CLI_VERSION"
+fi
+
 # ---------------------------------------------------------------- summary
 say "available tools:"
 echo "  postgres:   $("$PG_BINDIR/postgres" --version) ($PG_BINDIR)"
@@ -310,6 +350,7 @@ echo "  compose:    $COMPOSE_VERSION (validates docker-compose.yml only)"
 echo "  spark jar:  $JAR_DIR/iceberg-spark-runtime.jar -> $(basename "$JAR")"
 echo "  jdbc jar:   $JAR_DIR/postgresql-jdbc.jar -> $(readlink "$JAR_DIR/postgresql-jdbc.jar")"
 echo "  rest fixture: $REST_FIXTURE_DIR ($(ls "$REST_FIXTURE_DIR"/*.jar | wc -l) jars)"
+[ -z "$WITH_TRINO" ] || echo "  trino:      $TRINO_DIR/server ($TRINO_VERSION), $TRINO_CLI_VERSION, on $TRINO_JAVA_HOME"
 echo "  python:     ${PYV[python]}"
 for name in pyiceberg pyarrow sqlalchemy duckdb duckdb-ext-iceberg pytz pyspark; do
 	v=${PYV[$name]:--}

@@ -182,6 +182,10 @@ func TestTokenEndpoint(t *testing.T) {
 		{"password grant", form("grant_type", "password"), 400, "unsupported_grant_type"},
 		{"write scope", form("scope", "catalog:write"), 400, "invalid_scope"},
 		{"default scope", form("scope", "catalog"), 200, `"scope":"catalog:read"`},
+		// DuckDB asks for Polaris' PRINCIPAL_ROLE:ALL unless told otherwise:
+		// the grant narrows it to read (RFC 6749 section 3.3).
+		{"foreign scope", form("scope", "PRINCIPAL_ROLE:ALL"), 200, `"scope":"catalog:read"`},
+		{"read and foreign scope", form("scope", "catalog PRINCIPAL_ROLE:ALL"), 200, `"scope":"catalog:read"`},
 		{"no scope", form(), 200, `"expires_in":60`},
 	} {
 		status, body := post(tc.form, false)

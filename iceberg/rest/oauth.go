@@ -11,8 +11,9 @@ import (
 )
 
 // ReadScope is the scope of every token the server issues: the catalog is
-// read-only, whatever the client asks for. A client may ask for it, for
-// "catalog" (what Iceberg's clients ask by default) or for nothing.
+// read-only, whatever the client asks for. A scope asking to write is
+// refused; any other ("catalog", what Iceberg's clients ask by default,
+// or none) is granted as ReadScope.
 const ReadScope = "catalog:read"
 
 // DefaultTokenTTL is how long an issued token is valid when Config leaves
@@ -80,8 +81,12 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		tokenError(w, http.StatusUnauthorized, "invalid_client", "unknown client id or wrong secret")
 		return
 	}
+	// Every token is read-only. A scope asking to write is refused, so the
+	// client learns it at once; any other (DuckDB asks for Polaris'
+	// PRINCIPAL_ROLE:ALL by default) is narrowed to ReadScope, which the
+	// response's scope says (RFC 6749 section 3.3).
 	for _, sc := range strings.Fields(r.PostForm.Get("scope")) {
-		if sc != "catalog" && sc != ReadScope {
+		if strings.HasSuffix(strings.ToLower(sc), "write") {
 			tokenError(w, http.StatusBadRequest, "invalid_scope", "scope "+sc+" is not granted: the catalog is read-only; ask for catalog or "+ReadScope)
 			return
 		}

@@ -2,6 +2,7 @@
 """The interop report (see interop.py) read with DuckDB's iceberg extension.
 
     duckdb_report.py --rest-uri http://127.0.0.1:8181 [--token-env VAR]
+    duckdb_report.py --rest-uri https://... --client-id ID --secret-env VAR --ca-cert ca.pem
     duckdb_report.py --metadata shop.orders=/abs/00003-....metadata.json \\
         --metadata shop.customers=... --metadata shop.orders__changelog=...
 
@@ -23,11 +24,14 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--rest-uri")
     p.add_argument("--token-env", help="environment variable holding the REST catalog's bearer token")
+    p.add_argument("--client-id", help="OAuth2 client id; its secret is in --secret-env")
+    p.add_argument("--secret-env", help="environment variable holding the OAuth2 client secret")
+    p.add_argument("--ca-cert", help="PEM file of the CA that signed the catalog's TLS certificate")
     p.add_argument("--metadata", action="append", default=[], help="table=metadata file location")
     return p.parse_args(argv)
 
 
-def connect():
+def connect(ca_cert=None):
     import duckdb
     import duckdb_ext
     ext_dir = os.path.join(list(duckdb_ext.__path__)[0], "extensions")
@@ -36,6 +40,8 @@ def connect():
     for ext in ("avro", "httpfs", "iceberg"):
         con.load_extension(ext)
     con.execute("SET TimeZone = 'UTC'")
+    if ca_cert:
+        con.execute(f"SET ca_cert_file = {quote(ca_cert)}")
     return con
 
 
@@ -46,7 +52,7 @@ def quote(s):
 def main(argv):
     args = parse_args(argv)
     try:
-        con = connect()
+        con = connect(args.ca_cert)
     except Exception as e:
         print(f"unavailable: duckdb with its iceberg extension does not load offline: {type(e).__name__}: {e}", file=sys.stderr)
         return 3
@@ -59,7 +65,12 @@ def main(argv):
     try:
         if args.rest_uri:
             tok = interop.token(args)
-            if tok:
+            if args.client_id:
+                con.execute(f"CREATE SECRET pg2iceberg_oauth (TYPE iceberg, CLIENT_ID {quote(args.client_id)}, "
+                            f"CLIENT_SECRET {quote(interop.env_secret(args.secret_env))}, "
+                            f"OAUTH2_SERVER_URI {quote(args.rest_uri + '/v1/oauth/tokens')})")
+                con.execute(f"ATTACH 'pg2iceberg' AS pg (TYPE iceberg, ENDPOINT {quote(args.rest_uri)}, SECRET pg2iceberg_oauth)")
+            elif tok:
                 con.execute(f"CREATE SECRET pg2iceberg_token (TYPE iceberg, TOKEN {quote(tok)})")
                 con.execute(f"ATTACH 'pg2iceberg' AS pg (TYPE iceberg, ENDPOINT {quote(args.rest_uri)}, SECRET pg2iceberg_token)")
             else:

@@ -87,10 +87,15 @@ def token(args):
     """The bearer token from the environment variable args.token_env."""
     if not args.token_env:
         return None
-    tok = os.environ.get(args.token_env, "")
-    if not tok:
-        raise SystemExit(f"error: {args.token_env} is empty")
-    return tok
+    return env_secret(args.token_env)
+
+
+def env_secret(name):
+    """A secret from the environment variable name, never from arguments."""
+    v = os.environ.get(name, "")
+    if not v:
+        raise SystemExit(f"error: {name} is empty")
+    return v
 
 
 def emit(report):

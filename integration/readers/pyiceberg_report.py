@@ -2,6 +2,7 @@
 """The interop report (see interop.py) read with pyiceberg and pyarrow.
 
     pyiceberg_report.py --rest-uri http://127.0.0.1:8181 [--token-env VAR]
+    pyiceberg_report.py --rest-uri https://... --credential-env VAR --ca-bundle ca.pem
     pyiceberg_report.py --sql-uri sqlite:////abs/catalog.db --warehouse file:///abs/wh
 
 Aggregates are computed the way a pyiceberg user would: a scan (with the
@@ -19,6 +20,8 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--rest-uri", help="REST catalog URI")
     p.add_argument("--token-env", help="environment variable holding the REST catalog's bearer token")
+    p.add_argument("--credential-env", help="environment variable holding the OAuth2 client credential id:secret")
+    p.add_argument("--ca-bundle", help="PEM file of the CA that signed the catalog's TLS certificate")
     p.add_argument("--sql-uri", help="SQL catalog URI, e.g. sqlite:////abs/catalog.db")
     p.add_argument("--warehouse", help="warehouse of the SQL catalog")
     p.add_argument("--catalog-name", default="pg2iceberg")
@@ -32,6 +35,11 @@ def open_catalog(args):
         tok = interop.token(args)
         if tok:
             props["token"] = tok
+        if args.credential_env:
+            props["credential"] = interop.env_secret(args.credential_env)
+            props["oauth2-server-uri"] = args.rest_uri + "/v1/oauth/tokens"
+        if args.ca_bundle:
+            props["ssl"] = {"cabundle": args.ca_bundle}
         return RestCatalog(args.catalog_name, **props)
     from pyiceberg.catalog.sql import SqlCatalog
     dump_args = argparse.Namespace(catalog_uri=args.sql_uri, warehouse=args.warehouse, s3_endpoint=None, s3_region="us-east-1")

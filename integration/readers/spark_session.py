@@ -3,12 +3,15 @@
 with a session of its own attached to its own Iceberg REST catalog as "pg",
 answering requests one JSON line at a time.
 
-    spark_session.py --jar iceberg-spark-runtime.jar [--tmp DIR]
+    spark_session.py --jar iceberg-spark-runtime.jar [--tmp DIR] [--trust-store P12]
 
 stdin, one request per line, each naming its session:
     {"op": "open", "session": "s1", "uri": "http://127.0.0.1:8181",
      "token": "..."}                               -> null; a new session
-        whose catalog "pg" is the REST catalog at uri (token optional)
+        whose catalog "pg" is the REST catalog at uri (token optional; or
+        "credential": "id:secret", traded for a token at uri's
+        /v1/oauth/tokens; an https uri's CA must be in the JVM's trust
+        store, javax.net.ssl.trustStore)
     {"op": "open", "session": "s2", "jdbc_name": "pg2iceberg",
      "jdbc_uri": "jdbc:postgresql://127.0.0.1:5432/lake",
      "jdbc_user": "postgres", "jdbc_warehouse": "file:///abs/wh",
@@ -46,6 +49,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--jar", required=True, help="the iceberg-spark-runtime jar")
     p.add_argument("--tmp", help="directory for Spark's local files")
+    p.add_argument("--trust-store", help="PKCS12 trust store (password changeit) the JVM trusts for https catalogs")
     p.add_argument("--jdbc-jar", help="the PostgreSQL JDBC driver jar, for JdbcCatalog sessions")
     return p.parse_args(argv)
 
@@ -66,6 +70,12 @@ def base_session(args):
     # time zone: make that UTC, like the sessions'.
     os.environ["TZ"] = "UTC"
     time.tzset()
+    if args.trust_store:
+        # The JVM pyspark launches inherits this; Iceberg's REST client
+        # uses the JVM's default trust managers.
+        opts = (f"-Djavax.net.ssl.trustStore={args.trust_store} -Djavax.net.ssl.trustStoreType=PKCS12 "
+                f"-Djavax.net.ssl.trustStorePassword=changeit")
+        os.environ["JAVA_TOOL_OPTIONS"] = (os.environ.get("JAVA_TOOL_OPTIONS", "") + " " + opts).strip()
     from pyspark.sql import SparkSession
     b = (SparkSession.builder.master("local[1]").appName("pg2iceberg-interop")
          .config("spark.jars", ",".join(j for j in (args.jar, args.jdbc_jar) if j))
@@ -87,7 +97,7 @@ def base_session(args):
     return spark
 
 
-def open_session(base, uri, token):
+def open_session(base, uri, token, credential=None):
     """A session of its own (its own SQL conf and catalogs, the JVM and
     the extensions shared) whose catalog "pg" is the REST catalog at uri."""
     s = base.newSession()
@@ -96,6 +106,9 @@ def open_session(base, uri, token):
     s.conf.set("spark.sql.catalog.pg.uri", uri)
     if token:
         s.conf.set("spark.sql.catalog.pg.token", token)
+    if credential:
+        s.conf.set("spark.sql.catalog.pg.credential", credential)
+        s.conf.set("spark.sql.catalog.pg.oauth2-server-uri", uri + "/v1/oauth/tokens")
     return s
 
 
@@ -195,7 +208,7 @@ def handle(base, sessions, req):
         if "jdbc_uri" in req:
             sessions[name] = Session(open_jdbc_session(base, req))
         else:
-            sessions[name] = Session(open_session(base, req["uri"], req.get("token")))
+            sessions[name] = Session(open_session(base, req["uri"], req.get("token"), req.get("credential")))
         return None
     if op == "close":
         sessions.pop(name, None)
