@@ -115,6 +115,7 @@ func (b *bridge) run(ctx context.Context) error {
 		Columns:       src,
 		Rules:         b.cfg.Rules,
 		Retention:     b.cfg.Retention,
+		KeyIndex:      b.cfg.KeyIndex,
 	}, b.log)
 	if err := b.openTables(ctx, rels, rels); err != nil {
 		return err

@@ -47,6 +47,9 @@ type Config struct {
 	// Retention is the snapshot retention of tables without one of their
 	// own in Rules (its zero value: each table's properties decide).
 	Retention tiering.Retention
+	// KeyIndex bounds the memory of each mirror's key index (its zero
+	// value: all in memory).
+	KeyIndex KeyIndexConfig
 }
 
 // ColumnDescriber looks up a column of a source table in the source's
