@@ -35,13 +35,14 @@ type bridge struct {
 	g        *errgroup.Group       // every goroutine the run starts
 	progress *replication.Progress // the stream's position and the run's phase
 	copies   *copyProgress         // every copy's progress, for /metrics and /status
+	stats    *iceberg.Stats        // the sink's counters, for /metrics and /status
 	src      *replication.Source   // the SQL session, holding the lease
 	repl     *pgconn.PgConn        // the replication connection, replaced by a reconnect
 	sink     *iceberg.Sink
 }
 
 func newBridge(cfg Config, g *errgroup.Group) *bridge {
-	return &bridge{cfg: cfg, log: logOr(cfg.Log), g: g, progress: &replication.Progress{}, copies: newCopyProgress()}
+	return &bridge{cfg: cfg, log: logOr(cfg.Log), g: g, progress: &replication.Progress{}, copies: newCopyProgress(), stats: &iceberg.Stats{}}
 }
 
 // errStopped is a copy stopped by ctx (SIGINT, SIGTERM): the run ends
@@ -63,6 +64,15 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 func (b *bridge) run(ctx context.Context) error {
+	// Metrics, status and health from the first second: through the
+	// preflight, the key indexes' loading and the first copy.
+	if addr := b.cfg.MetricsAddr; addr != "" {
+		stop, err := b.serveMetrics(addr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	// Before anything is created (the slot, the catalog file).
 	if err := iceberg.CheckWarehouse(ctx, b.cfg.Catalog, true); err != nil {
 		return err
@@ -115,6 +125,7 @@ func (b *bridge) run(ctx context.Context) error {
 		Columns:       src,
 		Rules:         b.cfg.Rules,
 		Retention:     b.cfg.Retention,
+		Stats:         b.stats,
 		KeyIndex:      b.cfg.KeyIndex,
 	}, b.log)
 	if err := b.openTables(ctx, rels, rels); err != nil {
@@ -122,14 +133,6 @@ func (b *bridge) run(ctx context.Context) error {
 	}
 	if err := b.holdTables(ctx, cat, held); err != nil {
 		return err
-	}
-	// Metrics and status from here on, so the first copy's progress shows.
-	if addr := b.cfg.MetricsAddr; addr != "" {
-		stop, err := b.serveMetrics(addr)
-		if err != nil {
-			return err
-		}
-		defer stop()
 	}
 	start, err := b.prepare(ctx, rels)
 	if errors.Is(err, errStopped) {

@@ -197,7 +197,7 @@ func (m *mirror) attachDisk() error {
 // nothing is pending.
 func (m *mirror) saveIndex() error {
 	stamp := m.indexStamp()
-	if stamp == nil || m.pending != nil || len(m.deletes) > 0 {
+	if stamp == nil || m.hasOpen() || len(m.deletes) > 0 {
 		return nil
 	}
 	if m.index.Spilled() {
