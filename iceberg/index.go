@@ -204,6 +204,10 @@ func (m *mirror) saveIndex() error {
 		if err := m.index.SaveDisk(stamp); err != nil {
 			return fmt.Errorf("%s: %w", m.name(), err)
 		}
+		if m.log != nil {
+			d := m.index.DiskUse()
+			m.log.Info("key index saved on disk", "table", m.name(), "rows", m.index.Len(), "runs", d.Runs, "bytes", d.Bytes, "spills", d.Spills, "merges", d.Merges)
+		}
 		return nil
 	}
 	f, err := m.fs.Create(m.indexPath())

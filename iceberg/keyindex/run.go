@@ -37,6 +37,7 @@ type run struct {
 	f      *os.File
 	name   string   // file name in the tier's directory
 	n      int      // entries, tombstones included
+	size   int64    // bytes of the file
 	offs   []int64  // block i is offs[i]..offs[i+1]; the last offset is the index's
 	fences []byte   // the blocks' first keys, back to back
 	fends  []uint32 // end of each first key in fences
@@ -194,7 +195,12 @@ func readRunIndex(f *os.File) (*run, error) {
 	if crc32.ChecksumIEEE(idx) != binary.BigEndian.Uint32(foot[8:]) {
 		return nil, errRunDamaged
 	}
-	return parseRunIndex(idx, at)
+	r, err := parseRunIndex(idx, at)
+	if err != nil {
+		return nil, err
+	}
+	r.size = st.Size()
+	return r, nil
 }
 
 func parseRunIndex(idx []byte, end int64) (*run, error) {

@@ -78,6 +78,25 @@ func (x *Index) HasDisk() bool { return x.disk != nil }
 // Spilled says whether part of the index is on disk.
 func (x *Index) Spilled() bool { return x.disk != nil && len(x.disk.runs) > 0 }
 
+// DiskStats is what an index's disk tier holds and has done.
+type DiskStats struct {
+	Runs           int   // sorted runs in the directory
+	Bytes          int64 // their bytes
+	Spills, Merges int   // since the tier was opened
+}
+
+// DiskUse returns the disk tier's figures (zeros without one).
+func (x *Index) DiskUse() DiskStats {
+	if x.disk == nil {
+		return DiskStats{}
+	}
+	st := DiskStats{Runs: len(x.disk.runs), Spills: x.disk.spills, Merges: x.disk.merges}
+	for _, r := range x.disk.runs {
+		st.Bytes += r.size
+	}
+	return st
+}
+
 // Err returns the first error of the disk tier: a lookup that could not
 // read a run answered "not found", so the changes made since are not to
 // be committed (the caller rebuilds the index).
@@ -283,6 +302,7 @@ func (x *Index) spill() error {
 		w.abort()
 		return err
 	}
+	crashPoint("keyindex-spill")
 	x.ints.clearSlots()
 	clear(x.short)
 	clear(x.long)
@@ -312,6 +332,7 @@ func (x *Index) compact() error {
 		if err != nil {
 			return err
 		}
+		crashPoint("keyindex-merge")
 		for _, old := range t.runs[n-2:] {
 			old.remove(t.dir)
 		}
