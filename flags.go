@@ -228,3 +228,9 @@ var (
 	flagRollbackSource = &cli.StringFlag{Name: "source", EnvVars: env("source"),
 		Usage: "PostgreSQL URL of the bridge's source: required to roll back a table the bridge writes, to make sure the bridge is stopped (it holds the slot's lease while it runs)"}
 )
+
+// The key index's memory budget and where it spills (see iceberg.KeyIndexConfig).
+var (
+	flagKeyIndexMemory = &cli.StringFlag{Name: "key-index-memory", EnvVars: env("key-index-memory"), Value: "256MiB", Usage: "memory of each mirror's key index, e.g. 256MiB; past it the keys spill to sorted files in --key-index-dir (0: all in memory)"}
+	flagKeyIndexDir    = &cli.StringFlag{Name: "key-index-dir", EnvVars: env("key-index-dir"), Usage: "local directory for the key index's spilled keys, a subdirectory per mirror table (default: pg2iceberg-keyindex in the system temp dir)"}
+)

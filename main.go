@@ -184,6 +184,9 @@ func runConfig(c *cli.Context, rules *mapping.Overrides, log *slog.Logger) (brid
 	cfg.NoChangelog = c.Bool(flagNoChangelog.Name)
 	cfg.FlushRows, cfg.FlushBytes, cfg.FlushInterval = c.Int(flagFlushRows.Name), c.Int64(flagFlushBytes.Name), c.Duration(flagFlushInterval.Name)
 	cfg.SpoolDir = c.String(flagSpoolDir.Name)
+	if cfg.KeyIndex, err = keyIndexFlags(c); err != nil {
+		return cfg, err
+	}
 	if cfg.Retention, err = retentionFlags(c); err != nil {
 		return cfg, err
 	}
@@ -264,4 +267,20 @@ func secret(value, what, file, fileWhat string) (string, error) {
 		return "", fmt.Errorf("%s %s is empty", fileWhat, file)
 	}
 	return v, nil
+}
+
+// keyIndexFlags reads --key-index-memory and --key-index-dir.
+func keyIndexFlags(c *cli.Context) (iceberg.KeyIndexConfig, error) {
+	cfg := iceberg.KeyIndexConfig{Dir: c.String(flagKeyIndexDir.Name)}
+	if v := strings.TrimSpace(c.String(flagKeyIndexMemory.Name)); v != "0" {
+		n, err := parseSize("--key-index-memory", v)
+		if err != nil {
+			return cfg, err
+		}
+		if n <= 0 {
+			return cfg, fmt.Errorf("--key-index-memory %q: write a size like 256MiB, or 0 to keep the key index in memory", v)
+		}
+		cfg.Memory = n
+	}
+	return cfg, nil
 }

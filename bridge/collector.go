@@ -183,6 +183,12 @@ func tableDescs() []metricDesc {
 		perTable("pg2iceberg_key_index_keys", "Keys in each mirror's key index (one per live row).", gauge, func(t iceberg.TableStatus) (float64, bool) {
 			return float64(t.IndexKeys), !strings.HasSuffix(t.Table, iceberg.ChangelogSuffix)
 		}),
+		perTable("pg2iceberg_key_index_runs", "Sorted runs each mirror's key index has spilled to --key-index-dir (0: all in memory).", gauge, func(t iceberg.TableStatus) (float64, bool) {
+			return float64(t.IndexRuns), !strings.HasSuffix(t.Table, iceberg.ChangelogSuffix)
+		}),
+		perTable("pg2iceberg_key_index_disk_bytes", "Bytes of the runs of each mirror's key index in --key-index-dir.", gauge, func(t iceberg.TableStatus) (float64, bool) {
+			return float64(t.IndexDiskBytes), !strings.HasSuffix(t.Table, iceberg.ChangelogSuffix)
+		}),
 		perTable("pg2iceberg_table_last_commit_timestamp_seconds", "When the bridge last committed to each Iceberg table.", gauge, func(t iceberg.TableStatus) (float64, bool) {
 			return float64(t.Committed.Unix()), !t.Committed.IsZero()
 		}),

@@ -40,6 +40,9 @@ type Config struct {
 	// SpoolDir holds large in-progress transactions ("": the system temp
 	// dir).
 	SpoolDir string
+	// KeyIndex bounds the memory of each mirror's key index (see
+	// iceberg.KeyIndexConfig; zero: all in memory).
+	KeyIndex iceberg.KeyIndexConfig
 
 	// SkipCopy marks tables copied without copying them, so that only
 	// changes from now on apply (run --backfill=skip).

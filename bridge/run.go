@@ -126,6 +126,7 @@ func (b *bridge) run(ctx context.Context) error {
 		Rules:         b.cfg.Rules,
 		Retention:     b.cfg.Retention,
 		Stats:         b.stats,
+		KeyIndex:      b.cfg.KeyIndex,
 	}, b.log)
 	if err := b.openTables(ctx, rels, rels); err != nil {
 		return err

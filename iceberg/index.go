@@ -2,9 +2,12 @@ package iceberg
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -18,6 +21,9 @@ import (
 // rebuildIndex reads the key columns and row positions of every live row
 // from the table's current snapshot: data files minus position deletes.
 func (m *mirror) rebuildIndex(ctx context.Context) error {
+	if err := m.attachDisk(); err != nil {
+		return err
+	}
 	m.index.Clear()
 	if m.tbl.CurrentSnapshot() == nil {
 		return nil
@@ -150,11 +156,58 @@ func (m *mirror) indexStamp() []byte {
 	return keyindex.Stamp(meta.TableUUID(), snap.SnapshotID, meta.CurrentSchema().ID, m.keyIDs, m.rel.WholeRow)
 }
 
-// saveIndex writes the index for the current snapshot. Call it only when
+// KeyIndexConfig bounds the memory of a mirror's key index: past Memory
+// bytes, its keys spill to sorted runs in a directory of Dir named by the
+// table's UUID (see keyindex.Index.UseDisk), saved there at a clean stop.
+// A mirror kept by the whole row stays in memory.
+type KeyIndexConfig struct {
+	Dir    string // "": the system temp dir's pg2iceberg-keyindex
+	Memory int64  // bytes per mirror table; 0 or less: all in memory
+}
+
+// DefaultKeyIndexMemory is the memory budget of a mirror's key index by
+// default: about 8M random bigint keys, or 3M uuid keys, stay in memory;
+// a 100M-row table spills and the bridge stays under 1 GiB.
+const DefaultKeyIndexMemory = 256 << 20
+
+// indexDir is the directory of the mirror's disk tier.
+func (m *mirror) indexDir() string {
+	dir := m.indexDisk.Dir
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "pg2iceberg-keyindex")
+	}
+	id := m.tbl.Metadata().TableUUID()
+	return filepath.Join(dir, hex.EncodeToString(id[:]))
+}
+
+// attachDisk gives the mirror's index its disk tier, when configured and
+// not there yet.
+func (m *mirror) attachDisk() error {
+	if m.indexDisk.Memory <= 0 || m.rel.WholeRow || m.index.HasDisk() {
+		return nil
+	}
+	if err := m.index.UseDisk(m.indexDir(), m.indexDisk.Memory); err != nil {
+		return fmt.Errorf("%s: %w", m.name(), err)
+	}
+	return nil
+}
+
+// saveIndex writes the index for the current snapshot: its disk tier's
+// manifest when it has spilled, else the index file. Call it only when
 // nothing is pending.
 func (m *mirror) saveIndex() error {
 	stamp := m.indexStamp()
 	if stamp == nil || m.hasOpen() || len(m.deletes) > 0 {
+		return nil
+	}
+	if m.index.Spilled() {
+		if err := m.index.SaveDisk(stamp); err != nil {
+			return fmt.Errorf("%s: %w", m.name(), err)
+		}
+		if m.log != nil {
+			d := m.index.DiskUse()
+			m.log.Info("key index saved on disk", "table", m.name(), "rows", m.index.Len(), "runs", d.Runs, "bytes", d.Bytes, "spills", d.Spills, "merges", d.Merges)
+		}
 		return nil
 	}
 	f, err := m.fs.Create(m.indexPath())
@@ -177,6 +230,13 @@ func (m *mirror) loadIndex() error {
 	if stamp == nil {
 		return keyindex.ErrStale
 	}
+	if m.indexDisk.Memory > 0 && !m.rel.WholeRow {
+		index, err := keyindex.LoadDisk(m.indexDir(), m.indexDisk.Memory, stamp)
+		if err == nil {
+			m.index = index
+			return nil
+		}
+	}
 	f, err := m.fs.Open(m.indexPath())
 	if err != nil {
 		return err
@@ -190,6 +250,11 @@ func (m *mirror) loadIndex() error {
 	if err != nil {
 		return err
 	}
+	old := m.index
 	m.index = index
+	if err := m.attachDisk(); err != nil {
+		m.index = old
+		return err
+	}
 	return nil
 }

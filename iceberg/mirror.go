@@ -31,6 +31,9 @@ type mirror struct {
 	files map[string]fileRef
 
 	index *keyindex.Index // key → live row, and file id → path; includes rows of the pending file
+	// indexDisk is where the index spills past its memory budget (see
+	// KeyIndexConfig); the zero value keeps it in memory.
+	indexDisk KeyIndexConfig
 
 	batch                    // this flush's changes
 	lastEnd decode.LSN       // end LSN of the last transaction in this flush
@@ -114,7 +117,10 @@ func (m *mirror) bind() error {
 	}
 	m.index.SetRepeats(m.rel.WholeRow)
 	m.part, err = newPartitioner(m.tbl.Spec(), sc, asc, m.colIdx)
-	return err
+	if err != nil {
+		return err
+	}
+	return m.attachDisk()
 }
 
 // key encodes the key of a tuple (full row or key-only image).
@@ -380,6 +386,9 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 	}
 	if err := m.markUnknownRows(ctx); err != nil {
 		return err
+	}
+	if err := m.index.Err(); err != nil { // lookups failed: the deletes may be short
+		return fmt.Errorf("%s: key index: %w", m.name(), err)
 	}
 	crashPoint("before-commit")
 	err = m.commitFiles(ctx, s.cat, data, dels, m.truncated, m.lastEnd, s.cfg.Source.String(), m.summary)

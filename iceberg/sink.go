@@ -50,6 +50,9 @@ type Config struct {
 	// Stats receives the sink's counters (nil: counters of its own), so
 	// that a metrics server started before the sink reads them.
 	Stats *Stats
+	// KeyIndex bounds the memory of each mirror's key index (its zero
+	// value: all in memory).
+	KeyIndex KeyIndexConfig
 }
 
 // ColumnDescriber looks up a column of a source table in the source's

@@ -37,7 +37,12 @@ func (s *Sink) openMirror(ctx context.Context, rel *decode.Relation) (*mirror, e
 	if err := t.followConfiguredSpec(ctx, fields); err != nil {
 		return nil, err
 	}
-	return newMirror(t, rel)
+	m, err := newMirror(t, rel)
+	if err != nil {
+		return nil, err
+	}
+	m.indexDisk = s.cfg.KeyIndex // attached by loadIndex or rebuildIndex
+	return m, nil
 }
 
 // AddTable opens (creating when missing) the Iceberg tables of rel, reads

@@ -128,6 +128,9 @@ type TableStatus struct {
 	// IndexKeys is the number of keys in a mirror's key index (0 for a
 	// changelog).
 	IndexKeys int64
+	// IndexRuns and IndexDiskBytes are the sorted runs a mirror's key
+	// index spilled to its directory and their bytes (see KeyIndexConfig).
+	IndexRuns, IndexDiskBytes int64
 	// HotBytes and ColdBytes are the bytes of the table's live data files
 	// in its own location and in its cold location, as of the bridge's
 	// last tiering check; Tiered: the table has tiering on and was checked.
@@ -171,6 +174,8 @@ func (s *Sink) Status() []TableStatus {
 					ts.LastCompaction = st.mirror.compact.last
 					if st.mirror.index != nil {
 						ts.IndexKeys = int64(st.mirror.index.Len())
+						d := st.mirror.index.DiskUse()
+						ts.IndexRuns, ts.IndexDiskBytes = int64(d.Runs), d.Bytes
 					}
 				}
 				if tr := &t.compact.tier; tr.checked.Load() {

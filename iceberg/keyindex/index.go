@@ -31,6 +31,7 @@ type Index struct {
 	more    map[[16]byte][]uint64 // nil unless rows may repeat: further rows of a short key
 	nmore   int                   // locations in more
 	files   []string              // file id → path
+	disk    *tier                 // nil unless UseDisk: the keys beyond the memory budget
 }
 
 // Loc is where a live row is: a file (its id, see Index.AddFile) and a row
@@ -63,6 +64,10 @@ func (x *Index) Files() []string { return x.files }
 // stay until they are deleted or the index is cleared.
 func (x *Index) SetRepeats(on bool) {
 	x.repeats = on
+	if on && x.disk != nil { // a whole-row index stays in memory (see UseDisk)
+		x.disk.clear()
+		x.disk = nil
+	}
 	switch {
 	case on && x.more == nil:
 		x.more = make(map[[16]byte][]uint64)
@@ -101,6 +106,10 @@ func shortKey[K string | []byte](k K) ([16]byte, bool) {
 
 // Get returns the location of key k.
 func (x *Index) Get(k string) (Loc, bool) {
+	if x.Spilled() {
+		v, found := tierGet(x, k)
+		return unpackLoc(v), found
+	}
 	if v, ok := intKey(k); ok {
 		l, found := x.ints.get(v)
 		return unpackLoc(l), found
@@ -121,6 +130,11 @@ func (x *Index) Get(k string) (Loc, bool) {
 // Set records key k's row at l: the key's only row, or in an index whose
 // rows may repeat one more row of it.
 func (x *Index) Set(k string, l Loc) {
+	if x.Spilled() {
+		tierSet(x, k, packLoc(l))
+		return
+	}
+	defer x.maybeSpill()
 	if v, ok := intKey(k); ok {
 		x.ints.put(v, packLoc(l))
 		return
@@ -147,6 +161,12 @@ func (x *Index) setShort(a [16]byte, v uint64) {
 // false when the key was there already; the key is then at l, its earlier
 // location lost, so a caller treats that as an error.
 func (x *Index) Add(k []byte, l Loc) bool {
+	if x.Spilled() {
+		return tierSet(x, k, packLoc(l))
+	}
+	if x.disk != nil {
+		defer x.maybeSpill()
+	}
 	if v, ok := intKey(k); ok {
 		return x.ints.put(v, packLoc(l))
 	}
@@ -173,6 +193,15 @@ func (x *Index) Del(k string) { delKey(x, k) }
 // treats it as an error). Keys of one 8-byte value go in by batches,
 // which keep consecutive ones as runs (see intTable.putAll).
 func (x *Index) AddAll(keys *Keys, file int32) (dup []byte, ok bool) {
+	if x.Spilled() {
+		for i := range keys.Len() {
+			if !x.Add(keys.Key(i), Loc{File: file, Pos: int64(i)}) {
+				return keys.Key(i), false
+			}
+		}
+		return nil, true
+	}
+	defer x.maybeSpill()
 	ints := intBatch{t: x.ints}
 	intDup := func(e intSlot) []byte { return binary.BigEndian.AppendUint64([]byte{8}, e.key) }
 	for i := range keys.Len() {
@@ -195,6 +224,10 @@ func (x *Index) AddAll(keys *Keys, file int32) (dup []byte, ok bool) {
 func (x *Index) DelBytes(k []byte) { delKey(x, k) }
 
 func delKey[K string | []byte](x *Index, k K) {
+	if x.Spilled() {
+		tierDel(x, k)
+		return
+	}
 	if v, ok := intKey(k); ok {
 		x.ints.del(v)
 		return
@@ -225,7 +258,12 @@ func (x *Index) dropMore(a [16]byte) bool {
 }
 
 // Len returns the number of live rows.
-func (x *Index) Len() int { return x.ints.len() + len(x.short) + len(x.long) + x.nmore }
+func (x *Index) Len() int {
+	if x.Spilled() {
+		return x.disk.live
+	}
+	return x.ints.len() + len(x.short) + len(x.long) + x.nmore
+}
 
 // Clear removes every key and every file.
 func (x *Index) Clear() {
@@ -235,6 +273,9 @@ func (x *Index) Clear() {
 	clear(x.more)
 	x.nmore = 0
 	x.files = x.files[:0]
+	if x.disk != nil {
+		x.disk.clear()
+	}
 	if !x.repeats {
 		x.more = nil
 	}
@@ -244,12 +285,15 @@ func (x *Index) Clear() {
 // filling it does not grow the table step by step. An index that holds keys
 // is left as it is.
 func (x *Index) ReserveInts(n int) {
+	if x.disk != nil {
+		n = min(n, int(x.disk.budget/24))
+	}
 	if x.Len() == 0 {
 		x.ints.reserve(n)
 	}
 }
 
-// All yields every key and location; the key's bytes are valid only until
+// All yields every key and location of an index not Spilled; the key's bytes are valid only until
 // the next iteration.
 func (x *Index) All() iter.Seq2[[]byte, Loc] { return x.with(x.ints.all()) }
 

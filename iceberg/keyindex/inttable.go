@@ -431,6 +431,16 @@ func (t *intTable) clear() {
 	t.runs, t.runKeys, t.tombs, t.inRuns, t.hint = t.runs[:0], 0, 0, 0, 0
 }
 
+// clearSlots removes every key but those of the runs (see tier.spill:
+// the slots are then on disk, above the runs).
+func (t *intTable) clearSlots() {
+	for i := range t.shards {
+		clear(t.shards[i].slots)
+		t.shards[i].n = 0
+	}
+	t.n, t.zero, t.hasZero, t.tombs, t.inRuns = 0, 0, false, 0, 0
+}
+
 // spans returns the runs' keys that no slot overrides, as runs (of any
 // length).
 func (t *intTable) spans() []intRun {

@@ -39,6 +39,13 @@ func (x *Index) ReadFile(ctx context.Context, r *file.Reader, path string, keyID
 				return fmt.Errorf("data file %s row %d: %w", path, pos, err)
 			}
 			l := Loc{File: id, Pos: pos}
+			if x.Spilled() { // an index with a disk tier holds no repeats
+				if prev, dup := x.Get(string(b)); dup {
+					return fmt.Errorf("key appears live twice (%s row %d and %s row %d): the table was changed by another writer", x.files[prev.File], prev.Pos, path, pos)
+				}
+				x.Add(b, l)
+				continue
+			}
 			if v, ok := intKey(b); ok {
 				if e, ok := ints.add(v, packLoc(l)); !ok {
 					return x.twice(e, path)
@@ -50,6 +57,14 @@ func (x *Index) ReadFile(ctx context.Context, r *file.Reader, path string, keyID
 				return fmt.Errorf("key appears live twice (%s row %d and %s row %d): the table was changed by another writer", x.files[prev.File], prev.Pos, path, pos)
 			}
 			x.Set(k, l)
+		}
+		if x.spillDue() && !x.Spilled() { // the rest of the file goes to the tier
+			if e, ok := ints.flush(); !ok {
+				return x.twice(e, path)
+			}
+			if err := x.spill(); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

@@ -1,5 +1,7 @@
 package keyindex
 
+import "errors"
+
 // Remap moves the live rows of rewritten files to where a compaction put
 // them, without reading any file: moved[f][p] is the new location of row p
 // of file f (File -1: the rewrite dropped the row, deleted as of the
@@ -19,16 +21,41 @@ func (x *Index) Remap(moved map[int32][]Loc) (n int, ok bool) {
 	}
 	var keys Keys
 	var locs []Loc
-	for k, l := range x.All() {
+	agree := true
+	visit := func(k []byte, l Loc) bool {
 		to, in := moved[l.File]
 		if !in {
-			continue
+			return true
 		}
 		if l.Pos >= int64(len(to)) || to[l.Pos].File < 0 {
-			return 0, false
+			agree = false
+			return false
 		}
 		keys.Push(append(keys.Tail(), k...))
 		locs = append(locs, to[l.Pos])
+		return true
+	}
+	if x.Spilled() {
+		errStop := errors.New("stop")
+		err := x.eachLive(func(k []byte, l Loc) error {
+			if !visit(k, l) {
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && err != errStop {
+			x.disk.err = err
+			return 0, false
+		}
+	} else {
+		for k, l := range x.All() {
+			if !visit(k, l) {
+				break
+			}
+		}
+	}
+	if !agree {
+		return 0, false
 	}
 	for i, l := range locs {
 		x.Set(string(keys.Key(i)), l)
