@@ -44,7 +44,7 @@ type rewrite struct {
 	oldData    []icego.DataFile          // data files rewritten
 	oldDeletes []icego.DataFile          // the snapshot's delete files, all replaced
 	newData    []icego.DataFile          // their replacements
-	kept       icego.DataFile            // the snapshot's deletes of files not rewritten (nil: none)
+	kept       []icego.DataFile          // the snapshot's deletes of files not rewritten, one file per spec and partition
 	moved      map[string][]rewritten    // old file path → row → where it went
 	bytesRead  int64                     // bytes of the data files rewritten
 	written    int64                     // bytes of the new files
@@ -136,12 +136,11 @@ func planRewrite(ctx context.Context, fs icebergio.WriteFileIO, base *table.Tabl
 		}
 		return r, byRoot(base, plan.Data), nil
 	}
-	if len(deletes) > 0 {
-		return nil, nil, errPartitionedDeletes
-	}
+	// A partitioned mirror's deletes are in its files' partitions: the
+	// kept ones are written back there (see run).
 	var groups []rewriteGroup
 	for _, dir := range dirs {
-		if plan := tiering.PlanCompaction(c, byDir[dir], 0); len(plan.Data) > 0 {
+		if plan := tiering.PlanCompaction(c, byDir[dir], len(deletes)); len(plan.Data) > 0 {
 			groups = append(groups, byRoot(base, plan.Data)...)
 		}
 	}
@@ -150,11 +149,6 @@ func planRewrite(ctx context.Context, fs icebergio.WriteFileIO, base *table.Tabl
 	}
 	return r, groups, nil
 }
-
-// errPartitionedDeletes: a partitioned table with position deletes (a
-// partitioned mirror) is not compacted; its kept deletes would have to be
-// written per partition.
-var errPartitionedDeletes = errors.New("compaction of a partitioned table with position deletes is not built yet")
 
 // partitionDir is the directory of a data file under the table's data/
 // ("" for a file directly in it, or one elsewhere).
@@ -174,8 +168,8 @@ func (r *rewrite) discard(fs icebergio.WriteFileIO) {
 	for _, df := range r.newData {
 		removeFile(fs, df.FilePath())
 	}
-	if r.kept != nil {
-		removeFile(fs, r.kept.FilePath())
+	for _, df := range r.kept {
+		removeFile(fs, df.FilePath())
 	}
 }
 
@@ -211,10 +205,12 @@ func (r *rewrite) run(ctx context.Context, fs icebergio.WriteFileIO, base *table
 	}
 	if len(kept) > 0 {
 		sortDeletes(kept)
-		if r.kept, err = writePositionDeletes(ctx, fs, dataPath(base, ""), base.Schema(), base.Spec(), nil, kept, rewriteLayout(base)); err != nil {
+		if r.kept, err = writeDeletesOf(ctx, fs, base, kept, r.fileRef, rewriteLayout(base)); err != nil {
 			return err
 		}
-		r.written += r.kept.FileSizeBytes()
+		for _, df := range r.kept {
+			r.written += df.FileSizeBytes()
+		}
 	}
 	crashPoint("compact-written")
 	return nil
@@ -223,6 +219,7 @@ func (r *rewrite) run(ctx context.Context, fs icebergio.WriteFileIO, base *table
 // runGroup rewrites one group's files into new files of its directory.
 func (r *rewrite) runGroup(ctx context.Context, fs icebergio.WriteFileIO, base *table.Table, c tiering.CompactConfig, g rewriteGroup) error {
 	out := &rewriteOut{fs: fs, tbl: base, root: g.root, dir: g.dir, class: g.class, target: c.TargetBytes, first: int32(len(r.newData)), spec: base.Spec()}
+	out.sort, out.sortID = sortKeys(base)
 	// A group's files are of one spec and partition directory: the new
 	// files take the first one's spec and partition values.
 	if src := r.files[g.paths[0]]; !base.Spec().IsUnpartitioned() {
@@ -278,6 +275,12 @@ type rewriteOut struct {
 	path      string
 	rows      int64
 	done      []icego.DataFile
+	// sort are the keys the files' rows are sorted by, sortID their
+	// order's id (see sortKeys); held the kept rows not written yet of
+	// a sorted rewrite (compact_sort.go).
+	sort   []parquetx.SortKey
+	sortID int
+	held   heldRows
 }
 
 // copyFile copies the live rows of df (deleted: its deleted rows) and
@@ -308,6 +311,9 @@ func (o *rewriteOut) copyFile(ctx context.Context, df icego.DataFile, deleted ma
 // write writes rec's rows that deleted does not hold (their positions
 // follow on from moved's), and records where each row went.
 func (o *rewriteOut) write(rec arrow.RecordBatch, deleted map[int64]bool, moved *[]rewritten) error {
+	if o.sort != nil {
+		return o.hold(rec, deleted, moved)
+	}
 	var keep [][2]int64 // runs of kept rows [from, to)
 	base := int64(len(*moved))
 	for i := range rec.NumRows() {
@@ -381,12 +387,8 @@ func (o *rewriteOut) open() error {
 	if o.w != nil {
 		return nil
 	}
-	if o.asc == nil {
-		asc, err := table.SchemaToArrowSchema(o.tbl.Schema(), nil, true, false)
-		if err != nil {
-			return fmt.Errorf("arrow schema of %s: %w", strings.Join(o.tbl.Identifier(), "."), err)
-		}
-		o.asc = asc
+	if err := o.schema(); err != nil {
+		return err
 	}
 	o.path = rootedDataPath(o.tbl, o.root, o.dir)
 	f, err := createWithClass(o.fs, o.path, o.class)
@@ -398,6 +400,19 @@ func (o *rewriteOut) open() error {
 		return err
 	}
 	o.rows = 0
+	return nil
+}
+
+// schema sets o.asc, the files' Arrow schema, when it is not set yet.
+func (o *rewriteOut) schema() error {
+	if o.asc != nil {
+		return nil
+	}
+	asc, err := table.SchemaToArrowSchema(o.tbl.Schema(), nil, true, false)
+	if err != nil {
+		return fmt.Errorf("arrow schema of %s: %w", strings.Join(o.tbl.Identifier(), "."), err)
+	}
+	o.asc = asc
 	return nil
 }
 
@@ -413,7 +428,7 @@ func (o *rewriteOut) roll() error {
 		removeFile(o.fs, o.path)
 		return err
 	}
-	df, err := describeFile(md, o.path, size, o.tbl.Schema(), o.spec, o.partition, icego.EntryContentData, o.tbl.Properties())
+	df, err := describeFile(md, o.path, size, o.tbl.Schema(), o.spec, o.partition, icego.EntryContentData, o.tbl.Properties(), o.sortID)
 	if err != nil {
 		removeFile(o.fs, o.path)
 		return err
@@ -424,6 +439,9 @@ func (o *rewriteOut) roll() error {
 
 // finish closes the last file and returns every file written.
 func (o *rewriteOut) finish() ([]icego.DataFile, error) {
+	if err := o.writeHeld(); err != nil {
+		return nil, err
+	}
 	if err := o.roll(); err != nil {
 		return nil, err
 	}
@@ -432,6 +450,7 @@ func (o *rewriteOut) finish() ([]icego.DataFile, error) {
 
 // abort abandons the open file (after finish: nothing).
 func (o *rewriteOut) abort() {
+	o.held.release()
 	if o.w != nil {
 		o.w.Abort()
 		removeFile(o.fs, o.path)

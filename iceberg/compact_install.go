@@ -147,10 +147,10 @@ func (t *icebergTable) compactDue(c tiering.CompactConfig) bool {
 }
 
 // maybeCompact starts a compaction of the mirror when one is due. A
-// whole-row key (rows may repeat: Remap cannot move them) and a
-// partitioned mirror are not compacted.
+// whole-row key (rows may repeat: Remap cannot move them) is not
+// compacted.
 func (m *mirror) maybeCompact(s *Sink) {
-	if m.rel.WholeRow || !m.tbl.Spec().IsUnpartitioned() {
+	if m.rel.WholeRow {
 		return
 	}
 	if c := s.compactConfig(m.icebergTable, m.rel); m.compactDue(c) {
@@ -231,9 +231,9 @@ func (m *mirror) installCompaction(ctx context.Context, s *Sink) {
 }
 
 // laterDeletes writes the deletes committed since the job's snapshot into
-// one delete file (nil: none), those of rewritten rows moved to the rows'
-// new positions.
-func (m *mirror) laterDeletes(ctx context.Context, j *compactJob) (icego.DataFile, error) {
+// one delete file per spec and partition of their data files (none:
+// none), those of rewritten rows moved to the rows' new positions.
+func (m *mirror) laterDeletes(ctx context.Context, j *compactJob) ([]icego.DataFile, error) {
 	r := j.out
 	later := make([]posDelete, 0, len(j.later))
 	for _, d := range j.later {
@@ -251,19 +251,31 @@ func (m *mirror) laterDeletes(ctx context.Context, j *compactJob) (icego.DataFil
 	}
 	sortDeletes(later)
 	opts, _ := m.fileLayout()
-	df, err := writePositionDeletes(ctx, m.fs, dataPath(m.tbl, ""), m.tbl.Schema(), m.tbl.Spec(), nil, later, opts)
+	refs := make(map[string]fileRef, len(r.newData)+len(r.files))
+	for _, df := range r.files {
+		refs[df.FilePath()] = refOf(df)
+	}
+	for _, df := range r.newData {
+		refs[df.FilePath()] = refOf(df)
+	}
+	dfs, err := writeDeletesOf(ctx, m.fs, m.tbl, later, func(path string) (fileRef, error) {
+		if ref, ok := refs[path]; ok {
+			return ref, nil
+		}
+		return m.fileRefOf(path)
+	}, opts)
 	if err != nil {
 		r.discard(m.fs)
 		return nil, err
 	}
-	return df, nil
+	return dfs, nil
 }
 
 // commitRewrite commits j's rewrite in one snapshot: its old data files and
 // every live delete file out (the job's snapshot's and laterFiles), its
 // new files and later (may be nil) in. The summary carries the table's
 // watermark and the bridge's source.
-func (t *icebergTable) commitRewrite(ctx context.Context, s *Sink, j *compactJob, later icego.DataFile) error {
+func (t *icebergTable) commitRewrite(ctx context.Context, s *Sink, j *compactJob, later []icego.DataFile) error {
 	start := time.Now()
 	r := j.out
 	before, beforeDels, _, _ := liveCounts(t.tbl)
@@ -281,16 +293,16 @@ func (t *icebergTable) commitRewrite(ctx context.Context, s *Sink, j *compactJob
 	for _, df := range j.laterFiles {
 		rw.DeleteFile(df)
 	}
-	if later != nil {
-		rw.AddDeleteFile(later)
+	for _, df := range later {
+		rw.AddDeleteFile(df)
 	}
 	crashPoint("compact-install")
 	if err := rw.Commit(ctx); err != nil {
 		// Refused before any catalog commit (a file no longer live, say):
 		// nothing can name the files.
 		r.discard(t.fs)
-		if later != nil {
-			removeFile(t.fs, later.FilePath())
+		for _, df := range later {
+			removeFile(t.fs, df.FilePath())
 		}
 		return err
 	}
@@ -332,8 +344,8 @@ func stageRewrite(txn *table.Transaction, r *rewrite, seq int64, props icego.Pro
 		rw.AddDataFile(df)
 	}
 	rw.DataSequenceNumber(seq)
-	if r.kept != nil {
-		rw.AddDeleteFile(r.kept)
+	for _, df := range r.kept {
+		rw.AddDeleteFile(df)
 	}
 	return rw
 }

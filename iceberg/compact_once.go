@@ -2,7 +2,6 @@ package iceberg
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -75,10 +74,6 @@ func CompactOnce(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 		return rep, fmt.Errorf("compact %s: file IO cannot write", rep.Table)
 	}
 	r, groups, err := planRewrite(ctx, wfs, tbl, c)
-	if errors.Is(err, errPartitionedDeletes) {
-		rep.Skipped = err.Error()
-		return rep, nil
-	}
 	if err != nil {
 		return rep, fmt.Errorf("compact %s: %w", rep.Table, err)
 	}

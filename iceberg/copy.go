@@ -282,6 +282,9 @@ func (w *CopyWriter) closeOne(fw *fileWriter, keys keyindex.Keys) error {
 	if err != nil {
 		return err
 	}
+	if order := fw.pw.Order(); order != nil {
+		keys = sortedKeys(&keys, order)
+	}
 	w.closed = append(w.closed, copiedFile{path: fw.path, df: df, keys: keys})
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	icego "github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/pg2iceberg/pg2iceberg/iceberg/keyindex"
 	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
@@ -26,6 +27,11 @@ type fileWriter struct {
 	props     icego.Properties
 	pw        *parquetx.Writer
 	target    int64 // bytes at which the file should end (see full); 0: none
+	// sortID is the table's sort order the file's rows are sorted in (0:
+	// none; see sortKeys); keys, of a sorted file of a batch, the key of
+	// the row at each position written (see batch.resorted).
+	sortID int
+	keys   keyindex.Keys
 }
 
 // newFileWriter opens a file of the default Parquet settings.
@@ -67,11 +73,12 @@ func (f *fileWriter) close() (icego.DataFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return describeFile(md, f.path, size, f.schema, f.spec, f.partition, f.content, f.props)
+	return describeFile(md, f.path, size, f.schema, f.spec, f.partition, f.content, f.props, f.sortID)
 }
 
 // describeFile describes a closed Parquet file for a manifest.
-func describeFile(md *metadata.FileMetaData, path string, size int64, sc *icego.Schema, spec icego.PartitionSpec, partition map[int]any, content icego.ManifestEntryContent, props icego.Properties) (icego.DataFile, error) {
+// sortID is the sort order its rows are in (0: none).
+func describeFile(md *metadata.FileMetaData, path string, size int64, sc *icego.Schema, spec icego.PartitionSpec, partition map[int]any, content icego.ManifestEntryContent, props icego.Properties, sortID int) (icego.DataFile, error) {
 	args := table.DataFileArgs{
 		Schema:          sc,
 		Spec:            spec,
@@ -83,6 +90,7 @@ func describeFile(md *metadata.FileMetaData, path string, size int64, sc *icego.
 		PartitionValues: partition,
 		Properties:      props,
 		FormatVersion:   2,
+		SortOrderID:     sortID,
 	}
 	df, err := table.DataFileFromMetadata(args)
 	if err != nil {

@@ -137,7 +137,7 @@ func (d *deferredWriter) finish(late []arrow.Array) (icego.DataFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return describeFile(md, d.path, size, d.schema, d.spec, nil, icego.EntryContentData, d.props)
+	return describeFile(md, d.path, size, d.schema, d.spec, nil, icego.EntryContentData, d.props, 0)
 }
 
 // abort abandons the file and deletes it: no commit has named it.

@@ -58,6 +58,12 @@ type batch struct {
 	parked  map[string]openFile
 	closed  []icego.DataFile // data files closed early (see rotate)
 	deletes []posDelete
+	// idx is where the batch records its rows (see rowIndex), and peer a
+	// speculation's batch on the same mirror, whose deletes may name rows
+	// of this batch's files (nil: none): what batch.resorted moves when a
+	// sorted file closes.
+	idx     rowIndex
+	peer    *batch
 	changes int // rows changed
 	// truncated: every row committed before was deleted (TRUNCATE, a
 	// re-copy). The commit removes the table's files instead of deleting
@@ -173,12 +179,24 @@ func (m *mirror) newDataFile(vals map[int]any) (*fileWriter, error) { return m.n
 
 // newFileIn is newDataFile for partition vals of p's spec (p nil:
 // unpartitioned).
+// Its rows are sorted by the table's sort order (see sortKeys), but for a
+// whole-row key's mirror, whose rows repeat.
 func (m *mirror) newFileIn(p *partitioner, vals map[int]any) (*fileWriter, error) {
 	opts, target := m.dataFileLayout()
-	if p == nil {
-		return newFileWriterWith(m.fs, dataPath(m.tbl, ""), m.tbl.Schema(), m.tbl.Spec(), nil, icego.EntryContentData, m.tbl.Properties(), opts, target)
+	sortID := 0
+	if !m.rel.WholeRow {
+		opts.Sort, sortID = sortKeys(m.tbl)
 	}
-	return newFileWriterWith(m.fs, dataPath(m.tbl, partitionPath(p.spec, m.tbl.Schema(), vals)), m.tbl.Schema(), p.spec, vals, icego.EntryContentData, m.tbl.Properties(), opts, target)
+	spec, dir := m.tbl.Spec(), ""
+	if p != nil {
+		spec, dir = p.spec, partitionPath(p.spec, m.tbl.Schema(), vals)
+	}
+	fw, err := newFileWriterWith(m.fs, dataPath(m.tbl, dir), m.tbl.Schema(), spec, vals, icego.EntryContentData, m.tbl.Properties(), opts, target)
+	if err != nil {
+		return nil, err
+	}
+	fw.sortID = sortID
+	return fw, nil
 }
 
 // partitionOf returns a row's partition values and key under the table's
@@ -270,6 +288,10 @@ func (m *mirror) insert(b *batch, idx rowIndex, row decode.Tuple, k string) erro
 		m.deleteKey(b, idx, k) // an insert over a live key replaces it (replays, copy overlap)
 	}
 	idx.Set(k, keyindex.Loc{File: b.pendingID, Pos: b.pending.rows()})
+	if b.pending.pw.Sorted() {
+		b.idx = idx
+		b.pending.keys.Push(append(b.pending.keys.Tail(), k...))
+	}
 	if err := b.pending.pw.RowDone(); err != nil {
 		return err
 	}

@@ -10,7 +10,10 @@ import (
 	"strings"
 
 	icego "github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
 // switchOpen parks cur, the open file of partition curKey (when open),
@@ -38,12 +41,22 @@ type openFile struct {
 // closePending closes the batch's current open data file; the next row
 // of its partition starts a new one. The flush commits both.
 func (b *batch) closePending() error {
-	df, err := b.pending.close()
+	if err := b.closeFile(b.pending, b.pendingID); err != nil {
+		return err
+	}
+	b.pending = nil
+	return nil
+}
+
+// closeFile closes fw, the batch's data file id, and moves what points at
+// its rows to where its sort put them (see resorted).
+func (b *batch) closeFile(fw *fileWriter, id int32) error {
+	df, err := fw.close()
 	if err != nil {
 		return err
 	}
+	b.resorted(fw, id)
 	b.closed = append(b.closed, df)
-	b.pending = nil
 	return nil
 }
 
@@ -57,11 +70,9 @@ func (b *batch) rotate() error {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(b.parked)) {
-		df, err := b.parked[k].fw.close()
-		if err != nil {
+		if err := b.closeFile(b.parked[k].fw, b.parked[k].id); err != nil {
 			return err
 		}
-		b.closed = append(b.closed, df)
 		delete(b.parked, k)
 	}
 	return nil
@@ -134,8 +145,12 @@ func (m *mirror) noteFiles(data []icego.DataFile) {
 
 // onlyUnpartitioned reports whether every spec the table ever had is
 // unpartitioned: then every delete file goes under the current spec.
-func (m *mirror) onlyUnpartitioned() bool {
-	for _, s := range m.tbl.Metadata().PartitionSpecs() {
+func (m *mirror) onlyUnpartitioned() bool { return neverPartitioned(m.tbl) }
+
+// neverPartitioned reports whether every spec tbl ever had is
+// unpartitioned.
+func neverPartitioned(tbl *table.Table) bool {
+	for _, s := range tbl.Metadata().PartitionSpecs() {
 		if !s.IsUnpartitioned() {
 			return false
 		}
@@ -172,16 +187,23 @@ func (m *mirror) writeDeletes(ctx context.Context, data []icego.DataFile) ([]ice
 	if err != nil {
 		return nil, err
 	}
+	return writeDeleteGroups(ctx, m.fs, m.tbl, groups, opts)
+}
+
+// writeDeleteGroups writes one position delete file for each group,
+// under the group's spec and partition. On error it removes what it
+// wrote.
+func writeDeleteGroups(ctx context.Context, fs icebergio.WriteFileIO, tbl *table.Table, groups []deleteGroup, opts parquetx.Options) ([]icego.DataFile, error) {
 	var out []icego.DataFile
 	for _, g := range groups {
-		spec := m.tbl.Metadata().PartitionSpecByID(g.ref.spec)
+		spec := tbl.Metadata().PartitionSpecByID(g.ref.spec)
 		if spec == nil {
-			return nil, fmt.Errorf("%s: position deletes for files of partition spec %d, which the table does not have", m.name(), g.ref.spec)
+			return nil, fmt.Errorf("%s: position deletes for files of partition spec %d, which the table does not have", strings.Join(tbl.Identifier(), "."), g.ref.spec)
 		}
-		df, err := writePositionDeletes(ctx, m.fs, dataPath(m.tbl, partitionPath(*spec, m.tbl.Schema(), g.ref.partition)), m.tbl.Schema(), *spec, g.ref.partition, g.dels, opts)
+		df, err := writePositionDeletes(ctx, fs, dataPath(tbl, partitionPath(*spec, tbl.Schema(), g.ref.partition)), tbl.Schema(), *spec, g.ref.partition, g.dels, opts)
 		if err != nil {
 			for _, d := range out {
-				removeFile(m.fs, d.FilePath())
+				removeFile(fs, d.FilePath())
 			}
 			return nil, err
 		}
@@ -200,37 +222,56 @@ func (m *mirror) deleteGroups(data []icego.DataFile) ([]deleteGroup, error) {
 	for _, df := range data {
 		refs[df.FilePath()] = refOf(df)
 	}
+	return m.groupDeletes(m.deletes, refs)
+}
+
+// groupDeletes groups dels (sorted by path) by the spec and partition of
+// their data files: refs, those recorded (noteFiles), and, for a file
+// neither knows, the table's current snapshot.
+func (m *mirror) groupDeletes(dels []posDelete, refs map[string]fileRef) ([]deleteGroup, error) {
 	loaded := false
-	byKey := map[string]int{}
-	var groups []deleteGroup
-	for i := 0; i < len(m.deletes); {
-		path := m.deletes[i].path
-		j := i
-		for j < len(m.deletes) && m.deletes[j].path == path {
-			j++
-		}
+	return groupDeletes(m.tbl, dels, func(path string) (fileRef, error) {
 		ref, ok := refs[path]
 		if !ok {
 			ref, ok = m.files[path]
 		}
 		if !ok && !loaded {
 			if err := m.loadFileRefs(); err != nil {
-				return nil, err
+				return fileRef{}, err
 			}
 			loaded = true
 			ref, ok = m.files[path]
 		}
 		if !ok {
-			return nil, fmt.Errorf("%s: a position delete points at %s, which is not a live data file of the table", m.name(), path)
+			return fileRef{}, fmt.Errorf("%s: a position delete points at %s, which is not a live data file of the table", m.name(), path)
 		}
-		k := strconv.Itoa(ref.spec) + "/" + partitionKey(m.tbl.Metadata().PartitionSpecByID(ref.spec), ref.partition)
+		return ref, nil
+	})
+}
+
+// groupDeletes groups dels (sorted by path) of tbl by the spec and
+// partition refOf gives their data files.
+func groupDeletes(tbl *table.Table, dels []posDelete, refOf func(path string) (fileRef, error)) ([]deleteGroup, error) {
+	byKey := map[string]int{}
+	var groups []deleteGroup
+	for i := 0; i < len(dels); {
+		path := dels[i].path
+		j := i
+		for j < len(dels) && dels[j].path == path {
+			j++
+		}
+		ref, err := refOf(path)
+		if err != nil {
+			return nil, err
+		}
+		k := strconv.Itoa(ref.spec) + "/" + partitionKey(tbl.Metadata().PartitionSpecByID(ref.spec), ref.partition)
 		g, seen := byKey[k]
 		if !seen {
 			g = len(groups)
 			byKey[k] = g
 			groups = append(groups, deleteGroup{ref: ref})
 		}
-		groups[g].dels = append(groups[g].dels, m.deletes[i:j]...)
+		groups[g].dels = append(groups[g].dels, dels[i:j]...)
 		i = j
 	}
 	return groups, nil

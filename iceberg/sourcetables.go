@@ -21,7 +21,8 @@ func (s *Sink) openMirror(ctx context.Context, rel *decode.Relation) (*mirror, e
 		return nil, err
 	}
 	mid, _ := Identifiers(rel.Schema, rel.Name)
-	fields := s.cfg.Rules.Policies(rel.QualifiedName()).Partition
+	pol := s.cfg.Rules.Policies(rel.QualifiedName())
+	fields := pol.Partition
 	var spec *icego.PartitionSpec
 	if len(fields) > 0 {
 		ps, err := ConfiguredSpec(sc, fields)
@@ -35,6 +36,9 @@ func (s *Sink) openMirror(ctx context.Context, rel *decode.Relation) (*mirror, e
 		return nil, err
 	}
 	if err := t.followConfiguredSpec(ctx, fields); err != nil {
+		return nil, err
+	}
+	if err := t.followConfiguredSort(ctx, pol.Sort); err != nil {
 		return nil, err
 	}
 	m, err := newMirror(t, rel)

@@ -136,6 +136,7 @@ func (s *Sink) specChange(sp *speculation, c *decode.Change) error {
 			t = &specTable{}
 			if st.mirror != nil {
 				t.idx = keyindex.NewOverlay(st.mirror.index)
+				st.mirror.peer = &t.b // a sorted file of the flush moves t's deletes of its rows
 			}
 			if st.changelog != nil {
 				t.log = &specLog{c: st.changelog, day: sp.day}
@@ -191,6 +192,9 @@ func (s *Sink) SpecCommit(ctx context.Context, xid uint32, commitLSN decode.LSN,
 	s.spec = nil
 	s.Begin(xid, commitLSN, commitTS)
 	for st, t := range sp.tables {
+		if st.mirror != nil {
+			st.mirror.peer = nil
+		}
 		if m := st.mirror; m != nil && t.b.changes > 0 {
 			if err := t.b.rotate(); err != nil {
 				sp.discard()
@@ -242,7 +246,10 @@ func (s *Sink) abandonSpecFor(st *sourceTable, reason string) {
 }
 
 func (sp *speculation) discard() {
-	for _, t := range sp.tables {
+	for st, t := range sp.tables {
+		if st.mirror != nil {
+			st.mirror.peer = nil
+		}
 		t.b.abortOpen()
 		if t.log != nil {
 			t.log.abort()

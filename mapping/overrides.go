@@ -82,6 +82,11 @@ type TablePolicies struct {
 	// "truncate(4, name)", "region" for identity). A change applies at
 	// the next start, as a new spec (see iceberg.ParsePartitionField).
 	Partition []string `yaml:"partition"`
+	// Sort is the mirror's sort order, one column a line, optionally with
+	// asc or desc and nulls first or nulls last ("created_at desc"): the
+	// rows of each data file the bridge writes are sorted by it. A change
+	// applies at the next start (see iceberg.ParseSortField).
+	Sort []string `yaml:"sort"`
 	// Line is the entry's line in the file.
 	Line int `yaml:"-"`
 }

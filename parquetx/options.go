@@ -39,6 +39,9 @@ type Options struct {
 	// (Iceberg's write.target-file-size-bytes); 0: none. The writer itself
 	// ignores it.
 	TargetFileBytes int64
+	// Sort are the keys a Writer sorts a file's rows by (nil: the order
+	// written). A sorted file is held in memory until it is closed.
+	Sort []SortKey
 }
 
 // The Parquet codec of each Iceberg codec name.

@@ -2,6 +2,7 @@ package parquetx
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 
@@ -103,6 +104,13 @@ type Writer struct {
 	bld     *array.RecordBuilder
 	rows    int64 // rows appended so far: the next row's position
 	dataLen []int // value bytes of each binary field in the last full batch
+	// sort are the keys the file's rows are sorted by (nil: none). Its
+	// batches are then held (held, heldBytes in memory) until Close sorts
+	// and writes them; order is the sort's (see Order).
+	sort      []SortKey
+	held      []arrow.RecordBatch
+	heldBytes int64
+	order     []int32
 }
 
 // binaryData is a string or binary builder's value buffer.
@@ -128,7 +136,7 @@ func NewWriterWith(asc *arrow.Schema, out io.WriteCloser, name string, opts Opti
 	if err != nil {
 		return nil, fmt.Errorf("parquet writer for %s: %w", name, err)
 	}
-	return &Writer{output: o, pw: pw, bld: array.NewRecordBuilder(dataAlloc, asc)}, nil
+	return &Writer{output: o, pw: pw, bld: array.NewRecordBuilder(dataAlloc, asc), sort: sortOf(opts)}, nil
 }
 
 // Builder returns the builder of top-level field i. A row is appended to
@@ -164,7 +172,12 @@ func (w *Writer) writeBatch() error {
 		}
 	}
 	rec := w.bld.NewRecordBatch()
-	defer rec.Release()
+	if w.sort != nil {
+		w.held = append(w.held, rec)
+		w.heldBytes += RecordBytes(rec)
+	} else {
+		defer rec.Release()
+	}
 	if full {
 		// A writer that filled a batch likely fills the next: size the
 		// builders for it at once rather than doubling up to it.
@@ -175,28 +188,79 @@ func (w *Writer) writeBatch() error {
 			}
 		}
 	}
+	if w.sort != nil {
+		return nil
+	}
 	if err := w.pw.write(rec); err != nil {
 		return fmt.Errorf("write %s: %w", w.name, err)
 	}
 	return nil
 }
 
-// Bytes estimates the file's size so far.
-func (w *Writer) Bytes() int64 { return w.cw.n + w.pw.rowGroupBytes() }
+// Bytes estimates the file's size so far (of a sorted file: the bytes it
+// holds in memory, uncompressed).
+func (w *Writer) Bytes() int64 { return w.cw.n + w.pw.rowGroupBytes() + w.heldBytes }
 
-// Close writes what is buffered and the footer, closes out, and returns
-// the file's metadata and size.
+// Close writes what is buffered (a sorted file's rows, sorted now) and the
+// footer, closes out, and returns the file's metadata and size.
 func (w *Writer) Close() (*metadata.FileMetaData, int64, error) {
 	if err := w.writeBatch(); err != nil {
 		return nil, 0, err
 	}
 	w.bld.Release()
+	if err := w.writeSorted(); err != nil {
+		_ = w.pw.close()
+		_ = w.out.Close()
+		return nil, 0, err
+	}
 	return w.finish(w.pw)
 }
+
+// writeSorted sorts the held batches of a sorted file and writes them.
+func (w *Writer) writeSorted() error {
+	if len(w.held) == 0 {
+		return nil
+	}
+	sorted, order, err := SortRecords(context.Background(), w.bld.Schema(), w.held, w.sort)
+	w.releaseHeld()
+	if err != nil {
+		return fmt.Errorf("write %s: %w", w.name, err)
+	}
+	defer sorted.Release()
+	w.order = order
+	tr := array.NewTableReader(sorted, BatchRows)
+	defer tr.Release()
+	for tr.Next() {
+		if err := w.pw.write(tr.RecordBatch()); err != nil {
+			return fmt.Errorf("write %s: %w", w.name, err)
+		}
+	}
+	if err := tr.Err(); err != nil {
+		return fmt.Errorf("write %s: %w", w.name, err)
+	}
+	return nil
+}
+
+// releaseHeld releases a sorted file's held batches.
+func (w *Writer) releaseHeld() {
+	for _, r := range w.held {
+		r.Release()
+	}
+	w.held, w.heldBytes = nil, 0
+}
+
+// Sorted reports whether the file's rows are sorted at Close.
+func (w *Writer) Sorted() bool { return w.sort != nil }
+
+// Order returns, after Close of a file with sort keys, where each row
+// went: Order()[i] is the position row i was appended at (nil: the rows
+// are in the order appended).
+func (w *Writer) Order() []int32 { return w.order }
 
 // Abort abandons the file and closes out; the caller deletes the file.
 func (w *Writer) Abort() {
 	w.bld.Release()
+	w.releaseHeld()
 	_ = w.pw.close()
 	_ = w.out.Close()
 }
