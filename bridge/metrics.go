@@ -22,7 +22,7 @@ func (b *bridge) serveMetrics(addr string) (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics listener on %s: %w", addr, err)
 	}
-	p, st, copies := b.progress, b.sink.Stats(), b.copies
+	p, st, copies := b.progress, b.stats, b.copies
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", healthz(p))
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {

@@ -47,6 +47,9 @@ type Config struct {
 	// Retention is the snapshot retention of tables without one of their
 	// own in Rules (its zero value: each table's properties decide).
 	Retention tiering.Retention
+	// Stats, when set, are the counters the sink adds to: a sink that
+	// replaces a discarded one (see Discard) goes on with its counters.
+	Stats *Stats
 }
 
 // ColumnDescriber looks up a column of a source table in the source's
@@ -106,7 +109,7 @@ type Sink struct {
 	pending    int        // changes in this flush, all tables
 	flushStart time.Time
 
-	stats Stats
+	stats *Stats
 
 	dropped []uint32 // tables the open transaction drops, see applyDrops
 	// droppedGone are the DROP TABLE events of the open transaction for
@@ -127,7 +130,11 @@ type Sink struct {
 
 // NewSink returns a Sink writing through cat.
 func NewSink(cat catalog.Catalog, cfg Config, log *slog.Logger) *Sink {
-	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter), runs: make(map[uint32]*copyRun), keyChanges: make(map[uint32][]string), unknownRows: make(map[*sourceTable]bool)}
+	stats := cfg.Stats
+	if stats == nil {
+		stats = &Stats{}
+	}
+	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, stats: stats, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter), runs: make(map[uint32]*copyRun), keyChanges: make(map[uint32][]string), unknownRows: make(map[*sourceTable]bool)}
 }
 
 // Identifiers returns the mirror and changelog identifiers of a source table.
@@ -141,7 +148,7 @@ func (s *Sink) openTable(ctx context.Context, ident table.Identifier, sc *icego.
 	if err != nil {
 		return nil, err
 	}
-	t.log, t.stats = s.log, &s.stats
+	t.log, t.stats = s.log, s.stats
 	t.upkeep.Keep = []string{keyindex.FileName}
 	return t, nil
 }

@@ -52,7 +52,7 @@ func (st *Stats) Tables() []TableStatus {
 }
 
 // Stats returns the sink's counters.
-func (s *Sink) Stats() *Stats { return &s.stats }
+func (s *Sink) Stats() *Stats { return s.stats }
 
 func (s *Sink) publishStatus() {
 	st := s.Status()
