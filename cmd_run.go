@@ -13,10 +13,10 @@ func runCommand() *cli.Command {
 		Name:  "run",
 		Usage: "copy the published tables, then stream every change into Iceberg",
 		Flags: flags(sourceFlags, []cli.Flag{
-			flagServeCatalog, flagCatalogToken, flagCatalogTokenFile, flagVendS3Credentials,
+			flagServeCatalog,
 			flagFlushInterval, flagFlushRows, flagFlushBytes, flagMemoryLimit, flagNoChangelog, flagSpoolDir,
 			flagBackfill, flagCopyWorkers, flagMetricsAddr, flagOnStaleTable, flagRetentionAge, flagRetentionKeep,
-		}),
+		}, catalogServerFlags),
 		Action: runCmd,
 	}
 }

@@ -13,7 +13,7 @@ func serveCommand() *cli.Command {
 		Description: `Example:
    pg2iceberg serve --warehouse ./warehouse --listen 127.0.0.1:8181
    then point an engine at http://127.0.0.1:8181 (see docs/querying.md)`,
-		Flags:  flags(storageFlags, []cli.Flag{flagListen, flagCatalogToken, flagCatalogTokenFile, flagVendS3Credentials}),
+		Flags:  flags(storageFlags, []cli.Flag{flagListen}, catalogServerFlags),
 		Action: serveCmd,
 	}
 }

@@ -34,11 +34,52 @@ var (
 	flagS3Endpoint = &cli.StringFlag{Name: "s3-endpoint", EnvVars: env("s3-endpoint"),
 		Usage: "S3-compatible endpoint, e.g. http://127.0.0.1:7070 (credentials come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the AWS profile)"}
 	flagConfig = &cli.StringFlag{Name: "config", EnvVars: env("config"),
-		Usage: "a YAML file of type mapping rules, e.g. rules: [{type: numeric, to: \"decimal(38,9)\"}, {column: public.users.ssn, to: exclude}] (see docs/type-mapping.md)"}
+		Usage: "a YAML file of settings (any flag, e.g. flush_interval: 5s), type mapping rules and per-table policies; check it with pg2iceberg config check FILE (see docs/configuration.md)"}
 	flagS3Region    = &cli.StringFlag{Name: "s3-region", EnvVars: env("s3-region"), Value: "us-east-1", Usage: "S3 region"}
 	flagS3PathStyle = &cli.BoolFlag{Name: "s3-path-style", EnvVars: env("s3-path-style"), Usage: "address buckets as host/bucket/key, not bucket.host/key (MinIO, versitygw)"}
 
 	flagDebug = &cli.BoolFlag{Name: "debug", EnvVars: env("debug"), Usage: "log at debug level"}
+)
+
+// The REST catalog client's, for --catalog http(s)://... Secrets come only
+// from the environment or a file: arguments show in the process list.
+var (
+	flagRESTClientID = &cli.StringFlag{Name: "rest-client-id", EnvVars: env("rest-client-id"),
+		Usage: "OAuth2 client credentials for the REST catalog: the client id; the secret comes from PG2ICEBERG_REST_CLIENT_SECRET or --rest-client-secret-file"}
+	flagRESTClientSecretFile = &cli.StringFlag{Name: "rest-client-secret-file", EnvVars: env("rest-client-secret-file"),
+		Usage: "read the OAuth2 client secret from this file"}
+	flagRESTOAuthURI = &cli.StringFlag{Name: "rest-oauth-uri", EnvVars: env("rest-oauth-uri"),
+		Usage: "the OAuth2 token endpoint (default <catalog>/v1/oauth/tokens)"}
+	flagRESTScope = &cli.StringFlag{Name: "rest-scope", EnvVars: env("rest-scope"),
+		Usage: "the OAuth2 scope to ask for (default catalog)"}
+	flagRESTTokenFile = &cli.StringFlag{Name: "rest-token-file", EnvVars: env("rest-token-file"),
+		Usage: "send the bearer token in this file to the REST catalog (or set PG2ICEBERG_REST_TOKEN)"}
+	flagRESTSigV4 = &cli.BoolFlag{Name: "rest-sigv4", EnvVars: env("rest-sigv4"),
+		Usage: "sign REST catalog requests with AWS SigV4 (credentials from the AWS default chain): Glue, S3 Tables"}
+	flagRESTSigV4Region = &cli.StringFlag{Name: "rest-sigv4-region", EnvVars: env("rest-sigv4-region"),
+		Usage: "the region SigV4 signs for (default --s3-region)"}
+	flagRESTSigV4Service = &cli.StringFlag{Name: "rest-sigv4-service", EnvVars: env("rest-sigv4-service"),
+		Usage: "the service SigV4 signs for: glue, s3tables (default execute-api)"}
+	flagRESTCAFile = &cli.StringFlag{Name: "rest-ca-file", EnvVars: env("rest-ca-file"),
+		Usage: "trust only the certificate authorities in this PEM file for the REST catalog"}
+	flagRESTInsecure = &cli.BoolFlag{Name: "rest-insecure-skip-verify", EnvVars: env("rest-insecure-skip-verify"),
+		Usage: "accept any TLS certificate from the REST catalog (tests only)"}
+	flagRESTHeader = &cli.StringSliceFlag{Name: "rest-header", EnvVars: env("rest-header"),
+		Usage: "send this header with every REST catalog request, as \"Name: value\"; repeat for more"}
+	flagRESTWarehouse = &cli.StringFlag{Name: "rest-warehouse", EnvVars: env("rest-warehouse"),
+		Usage: "the warehouse to ask the REST catalog for (a catalog name or ARN on hosted catalogs; default --warehouse)"}
+	flagRESTPrefix = &cli.StringFlag{Name: "rest-prefix", EnvVars: env("rest-prefix"),
+		Usage: "the REST catalog's path prefix after /v1/ (default: what its /v1/config says)"}
+
+	restFlags = []cli.Flag{flagRESTClientID, flagRESTClientSecretFile, flagRESTOAuthURI, flagRESTScope, flagRESTTokenFile,
+		flagRESTSigV4, flagRESTSigV4Region, flagRESTSigV4Service, flagRESTCAFile, flagRESTInsecure, flagRESTHeader,
+		flagRESTWarehouse, flagRESTPrefix}
+)
+
+// The environment variables of the REST catalog client's secrets.
+const (
+	envRESTClientSecret = "PG2ICEBERG_REST_CLIENT_SECRET"
+	envRESTToken        = "PG2ICEBERG_REST_TOKEN"
 )
 
 // run's.
@@ -66,9 +107,29 @@ var (
 		Usage: "require Authorization: Bearer <token> on every catalog request (prefer --catalog-token-file or the environment: arguments show in the process list)"}
 	flagCatalogTokenFile = &cli.StringFlag{Name: "catalog-token-file", EnvVars: env("catalog-token-file"),
 		Usage: "read the catalog token from this file"}
+	flagCatalogClientID = &cli.StringFlag{Name: "catalog-client-id", EnvVars: env("catalog-client-id"),
+		Usage: "let clients that speak only OAuth2 trade this client id and its secret (PG2ICEBERG_CATALOG_CLIENT_SECRET or --catalog-client-secret-file) for a read-only token at /v1/oauth/tokens"}
+	flagCatalogClientSecretFile = &cli.StringFlag{Name: "catalog-client-secret-file", EnvVars: env("catalog-client-secret-file"),
+		Usage: "read the OAuth2 client secret of --catalog-client-id from this file"}
+	flagCatalogMount = &cli.StringFlag{Name: "catalog-mount", EnvVars: env("catalog-mount"),
+		Usage: "serve the catalog API under this path, e.g. /v1/iceberg (clients then use http://host:port/v1/iceberg as the URI)"}
+	flagCatalogPrefix = &cli.StringFlag{Name: "catalog-prefix", EnvVars: env("catalog-prefix"), Value: "pg2iceberg",
+		Usage: "the prefix /v1/config hands to clients, which then call /v1/<prefix>/namespaces/..."}
+	flagCatalogTLSCert = &cli.StringFlag{Name: "catalog-tls-cert", EnvVars: env("catalog-tls-cert"),
+		Usage: "serve the catalog over HTTPS with this PEM certificate (chain); needs --catalog-tls-key"}
+	flagCatalogTLSKey = &cli.StringFlag{Name: "catalog-tls-key", EnvVars: env("catalog-tls-key"),
+		Usage: "the PEM private key of --catalog-tls-cert"}
 	flagVendS3Credentials = &cli.BoolFlag{Name: "vend-s3-credentials", EnvVars: env("vend-s3-credentials"),
 		Usage: "hand the server's own S3 keys (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) to every client with each table; needs a catalog token. Off: clients use their own credentials"}
 )
+
+// catalogServerFlags are the REST catalog server's options besides the
+// address (serve's --listen, run's --serve-catalog).
+var catalogServerFlags = []cli.Flag{flagCatalogToken, flagCatalogTokenFile, flagCatalogClientID, flagCatalogClientSecretFile,
+	flagCatalogMount, flagCatalogPrefix, flagCatalogTLSCert, flagCatalogTLSKey, flagVendS3Credentials}
+
+// The environment variable of the served catalog's OAuth2 client secret.
+const envCatalogClientSecret = "PG2ICEBERG_CATALOG_CLIENT_SECRET"
 
 // backfill's, setup's and repair's.
 var (
@@ -102,7 +163,7 @@ var (
 // storageFlags are the flags of the commands that read the warehouse, and
 // sourceFlags of those that read the source too.
 var (
-	storageFlags = flags([]cli.Flag{flagWarehouse, flagCatalog, flagS3Endpoint, flagS3Region, flagS3PathStyle})
+	storageFlags = flags([]cli.Flag{flagWarehouse, flagCatalog, flagS3Endpoint, flagS3Region, flagS3PathStyle}, restFlags)
 	sourceFlags  = flags([]cli.Flag{flagSource, flagPublication, flagSlot, flagWarehouse, flagCatalog, flagConfig}, storageFlags[2:])
 )
 

@@ -11,7 +11,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -36,6 +35,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "pg2iceberg:", err)
 		os.Exit(1)
 	}
+	app := newApp()
+	if err := applySettings(app, os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "pg2iceberg:", err)
+		os.Exit(1)
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "pg2iceberg:", err)
+		os.Exit(1)
+	}
+}
+
+// newApp is the command line: every command, its flags and its error
+// handling.
+func newApp() *cli.App {
 	app := &cli.App{
 		Name:  "pg2iceberg",
 		Usage: "stream a PostgreSQL publication into Apache Iceberg tables",
@@ -45,15 +58,12 @@ func main() {
 		Flags: []cli.Flag{flagDebug},
 		Commands: []*cli.Command{
 			serveCommand(), repairCommand(), runCommand(), setupCommand(), backfillCommand(), statusCommand(), maintainCommand(), inspectCommand(),
-			snapshotsCommand(), readCommand(), diffCommand(), tagCommand(), branchCommand(), rollbackCommand(),
+			snapshotsCommand(), readCommand(), diffCommand(), tagCommand(), branchCommand(), rollbackCommand(), configCommand(),
 		},
 	}
 	commandFlags(app)
 	scrubActions(app)
-	if err := app.Run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "pg2iceberg:", err)
-		os.Exit(1)
-	}
+	return app
 }
 
 // signalContext is c's context, done at SIGINT or SIGTERM.
@@ -85,13 +95,20 @@ func loadOverrides(c *cli.Context) (*mapping.Overrides, error) {
 // checkTableProperties refuses the configuration's table properties that
 // the bridge cannot use, each at its entry's line: the file's own settings
 // are checked at start, while properties set later by another writer are
-// only warned about (see parquetx.OptionsFromProperties).
+// only warned about (see parquetx.OptionsFromProperties). Partition
+// fields are checked for their syntax here, against the table's columns
+// when it is opened.
 func checkTableProperties(o *mapping.Overrides) error {
 	e := &mapping.ConfigError{File: o.File}
 	for i, p := range o.Tables {
 		_, problems := parquetx.OptionsFromProperties(p.Properties)
 		for _, prob := range problems {
 			e.Add(p.Line, "tables entry %d: properties: %s", i+1, strings.TrimSuffix(prob.Error(), "; using the default"))
+		}
+		for _, f := range p.Partition {
+			if _, _, err := iceberg.ParsePartitionField(f); err != nil {
+				e.Add(p.Line, "tables entry %d: partition: %s", i+1, err)
+			}
 		}
 	}
 	return e.Err()
@@ -104,6 +121,29 @@ func catalogConfig(c *cli.Context) iceberg.CatalogConfig {
 		S3Endpoint:  c.String(flagS3Endpoint.Name),
 		S3Region:    c.String(flagS3Region.Name),
 		S3PathStyle: c.Bool(flagS3PathStyle.Name),
+		REST:        restConfig(c),
+	}
+}
+
+// restConfig is the REST catalog client's configuration from the flags and
+// the environment (its secrets).
+func restConfig(c *cli.Context) iceberg.RESTConfig {
+	return iceberg.RESTConfig{
+		ClientID:           c.String(flagRESTClientID.Name),
+		ClientSecret:       os.Getenv(envRESTClientSecret),
+		ClientSecretFile:   c.String(flagRESTClientSecretFile.Name),
+		OAuthURI:           c.String(flagRESTOAuthURI.Name),
+		Scope:              c.String(flagRESTScope.Name),
+		Token:              os.Getenv(envRESTToken),
+		TokenFile:          c.String(flagRESTTokenFile.Name),
+		SigV4:              c.Bool(flagRESTSigV4.Name),
+		SigV4Region:        c.String(flagRESTSigV4Region.Name),
+		SigV4Service:       c.String(flagRESTSigV4Service.Name),
+		CAFile:             c.String(flagRESTCAFile.Name),
+		InsecureSkipVerify: c.Bool(flagRESTInsecure.Name),
+		Headers:            c.StringSlice(flagRESTHeader.Name),
+		Warehouse:          c.String(flagRESTWarehouse.Name),
+		Prefix:             c.String(flagRESTPrefix.Name),
 	}
 }
 
@@ -181,25 +221,47 @@ func oneOf(c *cli.Context, f *cli.StringFlag, first, second string) (bool, error
 // catalogServerConfig is the REST catalog server's configuration from the
 // flags, serving at listen (explicit: named by the operator).
 func catalogServerConfig(c *cli.Context, listen string, explicit bool, log *slog.Logger) (bridge.CatalogServerConfig, error) {
-	token, file := c.String(flagCatalogToken.Name), c.String(flagCatalogTokenFile.Name)
-	switch {
-	case token != "" && file != "":
-		return bridge.CatalogServerConfig{}, errors.New("give --catalog-token or --catalog-token-file, not both")
-	case file != "":
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return bridge.CatalogServerConfig{}, fmt.Errorf("read --catalog-token-file: %w", err)
-		}
-		if token = strings.TrimSpace(string(b)); token == "" {
-			return bridge.CatalogServerConfig{}, fmt.Errorf("--catalog-token-file %s is empty", file)
-		}
+	token, err := secret(c.String(flagCatalogToken.Name), "--catalog-token", c.String(flagCatalogTokenFile.Name), "--catalog-token-file")
+	if err != nil {
+		return bridge.CatalogServerConfig{}, err
+	}
+	clientSecret, err := secret(os.Getenv(envCatalogClientSecret), envCatalogClientSecret,
+		c.String(flagCatalogClientSecretFile.Name), "--catalog-client-secret-file")
+	if err != nil {
+		return bridge.CatalogServerConfig{}, err
 	}
 	return bridge.CatalogServerConfig{
-		Catalog:  catalogConfig(c),
-		Listen:   listen,
-		Explicit: explicit,
-		Token:    token,
-		Vend:     c.Bool(flagVendS3Credentials.Name),
-		Log:      log,
+		Catalog:      catalogConfig(c),
+		Listen:       listen,
+		Explicit:     explicit,
+		Token:        token,
+		ClientID:     c.String(flagCatalogClientID.Name),
+		ClientSecret: clientSecret,
+		Mount:        c.String(flagCatalogMount.Name),
+		Prefix:       c.String(flagCatalogPrefix.Name),
+		TLSCert:      c.String(flagCatalogTLSCert.Name),
+		TLSKey:       c.String(flagCatalogTLSKey.Name),
+		Vend:         c.Bool(flagVendS3Credentials.Name),
+		Log:          log,
 	}, nil
+}
+
+// secret is value (named what), or the trimmed content of file (named
+// fileWhat), or empty; both given is an error.
+func secret(value, what, file, fileWhat string) (string, error) {
+	switch {
+	case value != "" && file != "":
+		return "", fmt.Errorf("give %s or %s, not both", what, fileWhat)
+	case file == "":
+		return value, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", fileWhat, err)
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "" {
+		return "", fmt.Errorf("%s %s is empty", fileWhat, file)
+	}
+	return v, nil
 }

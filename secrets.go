@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -12,15 +13,29 @@ import (
 // process prints: a last guard behind the packages' own redaction, for a
 // library message that echoes a connection string.
 func scrubber(c *cli.Context) *connstr.Scrubber {
-	return connstr.NewScrubber(c.String(flagSource.Name), c.String(flagCatalog.Name))
+	s := connstr.NewScrubber(c.String(flagSource.Name), c.String(flagCatalog.Name))
+	if rc, err := restConfig(c).Resolve(); err == nil {
+		s.Add(rc.Secrets()...)
+	} else {
+		s.Add(os.Getenv(envRESTClientSecret), os.Getenv(envRESTToken))
+	}
+	return s
 }
 
-// scrubActions makes every command's error go through scrubber.
+// scrubActions makes every command's error go through scrubber. A command
+// that only groups others (tag, branch, config) keeps no action of its
+// own, so that run alone it prints its help.
 func scrubActions(app *cli.App) {
-	for _, cmd := range app.Commands {
-		action := cmd.Action
-		cmd.Action = func(c *cli.Context) error { return scrubber(c).Wrap(action(c)) }
+	var wrap func(cmds []*cli.Command)
+	wrap = func(cmds []*cli.Command) {
+		for _, cmd := range cmds {
+			wrap(cmd.Subcommands)
+			if action := cmd.Action; action != nil {
+				cmd.Action = func(c *cli.Context) error { return scrubber(c).Wrap(action(c)) }
+			}
+		}
 	}
+	wrap(app.Commands)
 }
 
 // scrubAttr is a slog ReplaceAttr that scrubs strings and errors.

@@ -62,7 +62,8 @@ type TableMaintenance struct {
 	BytesBefore, BytesAfter int64
 	Expired                 int
 	Compaction              iceberg.CompactReport
-	CompactionSkipped       string // why compaction did not run ("": it did, see Compaction.Skipped)
+	CompactionSkipped       string                // why compaction did not run ("": it did, see Compaction.Skipped)
+	Tiering                 iceberg.CompactReport // the files moved cold (FilesRewritten)
 	Manifests               tiering.ManifestRewrite
 	ManifestsSkipped        string // why the rewrite did not run ("": it did)
 	Orphans                 tiering.Orphans
@@ -226,6 +227,9 @@ func maintainTable(ctx context.Context, cat catalog.Catalog, ident table.Identif
 		if m.Compaction, err = iceberg.CompactOnce(ctx, cat, ident, iceberg.CompactOptions{DryRun: cfg.DryRun}); err != nil {
 			return m, err
 		}
+		if m.Tiering, err = iceberg.TierOnce(ctx, cat, ident, tieringRules(cfg, tbl), cfg.DryRun); err != nil {
+			return m, err
+		}
 		if tbl, err = cat.LoadTable(ctx, ident); err != nil {
 			return m, fmt.Errorf("load table %s: %w", name, err)
 		}
@@ -243,6 +247,9 @@ func maintainTable(ctx context.Context, cat catalog.Catalog, ident table.Identif
 		return m, err
 	}
 	opts := tiering.OrphanOptions{OlderThan: age, Keep: []string{keyindex.FileName}, DryRun: cfg.DryRun}
+	if c, err := iceberg.TierConfigOf(tbl, tieringRules(cfg, tbl)); err == nil && c.Enabled() {
+		opts.Roots = []string{c.ColdRoot(tbl.Identifier(), tbl.Location())}
+	}
 	if m.Orphans, err = tiering.RemoveOrphans(ctx, tbl, opts); err != nil {
 		return m, err
 	}
@@ -250,6 +257,16 @@ func maintainTable(ctx context.Context, cat catalog.Catalog, ident table.Identif
 		return m, err
 	}
 	return m, nil
+}
+
+// tieringRules is the configuration file's tiering: block for tbl's
+// source table (nil: none).
+func tieringRules(cfg MaintainConfig, tbl *table.Table) *mapping.TieringPolicy {
+	src := sourceTableOf(tbl)
+	if src == "" || cfg.Rules == nil {
+		return nil
+	}
+	return cfg.Rules.Policies(src).Tiering
 }
 
 // expireOnce expires tbl's snapshots by its retention (or, dry, counts
@@ -356,6 +373,7 @@ func printMaintenance(w io.Writer, m TableMaintenance, dry bool) {
 		fmt.Fprintf(w, "  snapshots: expired %d\n", m.Expired)
 	}
 	printCompaction(w, m, dry)
+	printTiering(w, m.Tiering, dry)
 	switch {
 	case m.ManifestsSkipped != "":
 		fmt.Fprintf(w, "  manifests: not rewritten: %s\n", m.ManifestsSkipped)
@@ -387,6 +405,20 @@ func printCompaction(w io.Writer, m TableMaintenance, dry bool) {
 	default:
 		fmt.Fprintf(w, "  compaction: rewrote %d data files (%s) into %d (%s); live files %d data + %d delete before, %d + %d after; took %s\n",
 			c.FilesRewritten, byteSize(c.BytesRewritten), c.FilesWritten, byteSize(c.BytesWritten), c.DataFilesBefore, c.DeleteFilesBefore, c.DataFilesAfter, c.DeleteFilesAfter, c.Elapsed.Round(time.Millisecond))
+	}
+}
+
+// printTiering writes the tiering line of a table's maintenance (none
+// when tiering is off or did not run).
+func printTiering(w io.Writer, t iceberg.CompactReport, dry bool) {
+	switch {
+	case t.Table == "" || t.Skipped == "tiering is off":
+	case t.Skipped != "":
+		fmt.Fprintf(w, "  tiering: %s\n", t.Skipped)
+	case dry:
+		fmt.Fprintf(w, "  tiering: would move %d data files (%s) to the cold location\n", t.FilesRewritten, byteSize(t.BytesRewritten))
+	default:
+		fmt.Fprintf(w, "  tiering: moved %d data files (%s) into %d (%s) under the cold location; took %s\n", t.FilesRewritten, byteSize(t.BytesRewritten), t.FilesWritten, byteSize(t.BytesWritten), t.Elapsed.Round(time.Millisecond))
 	}
 }
 

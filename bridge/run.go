@@ -35,14 +35,14 @@ type bridge struct {
 	g        *errgroup.Group       // every goroutine the run starts
 	progress *replication.Progress // the stream's position and the run's phase
 	copies   *copyProgress         // every copy's progress, for /metrics and /status
+	stats    *iceberg.Stats        // every sink's counters, for /metrics and /status
 	src      *replication.Source   // the SQL session, holding the lease
 	repl     *pgconn.PgConn        // the replication connection, replaced by a reconnect
 	sink     *iceberg.Sink         // replaced after a connection lost inside a transaction
-	stats    *iceberg.Stats        // every sink's counters
 }
 
 func newBridge(cfg Config, g *errgroup.Group) *bridge {
-	return &bridge{cfg: cfg, log: logOr(cfg.Log), g: g, progress: &replication.Progress{}, copies: newCopyProgress()}
+	return &bridge{cfg: cfg, log: logOr(cfg.Log), g: g, progress: &replication.Progress{}, copies: newCopyProgress(), stats: &iceberg.Stats{}}
 }
 
 // errStopped is a copy stopped by ctx (SIGINT, SIGTERM): the run ends
@@ -64,6 +64,15 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 func (b *bridge) run(ctx context.Context) error {
+	// Metrics, status and health from the first second: through the
+	// preflight, the key indexes' loading and the first copy.
+	if addr := b.cfg.MetricsAddr; addr != "" {
+		stop, err := b.serveMetrics(addr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	// Before anything is created (the slot, the catalog file).
 	if err := iceberg.CheckWarehouse(ctx, b.cfg.Catalog, true); err != nil {
 		return err
@@ -101,16 +110,6 @@ func (b *bridge) run(ctx context.Context) error {
 	defer closeCatalog(cat, b.log)
 	if cs := b.cfg.CatalogServer; cs != nil {
 		stop, err := startCatalogServer(ctx, b.g, *cs)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	// Metrics and status from here on, so the first copy's progress shows;
-	// the counters outlive a sink discarded after a lost connection.
-	b.stats = &iceberg.Stats{}
-	if addr := b.cfg.MetricsAddr; addr != "" {
-		stop, err := b.serveMetrics(addr)
 		if err != nil {
 			return err
 		}

@@ -129,7 +129,21 @@ func icebergTableStatus(ctx context.Context, cat catalog.Catalog, ident table.Id
 	if confirmed != 0 { // the slot exists
 		line += staleNote(ctx, tbl, confirmed)
 	}
-	return line + filesNote(tbl), nil
+	return line + filesNote(tbl) + tierNote(ctx, tbl), nil
+}
+
+// tierNote is what status adds for a table with files in a cold location
+// (hot/cold tiering): the bytes per tier ("" when none is cold).
+func tierNote(ctx context.Context, tbl *table.Table) string {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return ""
+	}
+	hot, cold, err := iceberg.TierBytes(tbl, fs)
+	if err != nil || cold == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n    tiers: %d bytes hot, %d bytes cold", hot, cold)
 }
 
 // filesNote is the second line of a table's status: its current

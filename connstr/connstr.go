@@ -274,6 +274,19 @@ func NewScrubber(conns ...string) *Scrubber {
 	return &Scrubber{slices.Compact(secrets)}
 }
 
+// Add makes s scrub the given secrets as well (a token or a client secret
+// that is no part of a connection string), as written and escaped.
+func (s *Scrubber) Add(secrets ...string) *Scrubber {
+	for _, v := range secrets {
+		if v != "" {
+			s.secrets = append(s.secrets, v, url.QueryEscape(v), url.PathEscape(v))
+		}
+	}
+	sort.Slice(s.secrets, func(i, j int) bool { return len(s.secrets[i]) > len(s.secrets[j]) })
+	s.secrets = slices.Compact(s.secrets)
+	return s
+}
+
 // Scrub replaces every secret in text.
 func (s *Scrubber) Scrub(text string) string {
 	for _, secret := range s.secrets {

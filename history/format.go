@@ -31,17 +31,23 @@ func cellOf(arr arrow.Array, i int) Cell {
 // Formats are the --format values.
 var Formats = []string{"table", "csv", "json"}
 
-// Output writes rows in one of Formats: table (aligned columns, written
-// at Close), csv (a header, then a line per row, NULL as empty) or json
-// (one object per line).
+// Output writes rows in one of Formats: table (aligned columns), csv (a
+// header, then a line per row, NULL as empty) or json (one object per
+// line).
 type Output struct {
 	w      io.Writer
 	format string
 	cols   []string
 	csv    *csv.Writer
-	rows   [][]string // table: held until Close to size the columns
+	rows   [][]string // table: the first rows, held to size the columns
+	width  []int      // table: the columns' widths, once sized
 	n      int
 }
+
+// tableSample is how many rows a table's column widths are sized by: the
+// rows after them are written as they come, in those widths (a longer
+// value shifts the rest of its line), so a large read holds no more.
+const tableSample = 1000
 
 // CheckFormat says whether format is one of Formats.
 func CheckFormat(format string) error {
@@ -103,9 +109,28 @@ func (o *Output) Row(cells []Cell) error {
 				rec[i] = "NULL"
 			}
 		}
-		o.rows = append(o.rows, rec)
+		if o.width != nil {
+			return writeLine(o.w, rec, o.width)
+		}
+		if o.rows = append(o.rows, rec); len(o.rows) == tableSample {
+			return o.startTable()
+		}
 		return nil
 	}
+}
+
+// startTable sizes the table's columns by the rows held and writes the
+// header and those rows.
+func (o *Output) startTable() error {
+	o.width = widths(o.cols, o.rows)
+	err := writeHeader(o.w, o.cols, o.width)
+	for _, r := range o.rows {
+		if err == nil {
+			err = writeLine(o.w, r, o.width)
+		}
+	}
+	o.rows = nil
+	return err
 }
 
 // Close writes what is held and flushes.
@@ -117,12 +142,17 @@ func (o *Output) Close() error {
 	case "json":
 		return nil
 	}
-	return writeTable(o.w, o.cols, o.rows, fmt.Sprintf("(%d rows)", o.n))
+	if o.width == nil {
+		if err := o.startTable(); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(o.w, "(%d rows)\n", o.n)
+	return err
 }
 
-// writeTable writes rows under a header, columns padded to their widest
-// value, and a last line (may be "").
-func writeTable(w io.Writer, cols []string, rows [][]string, last string) error {
+// widths are the widths of the columns that fit cols and rows.
+func widths(cols []string, rows [][]string) []int {
 	width := make([]int, len(cols))
 	for i, c := range cols {
 		width[i] = utf8.RuneCountInString(c)
@@ -132,36 +162,47 @@ func writeTable(w io.Writer, cols []string, rows [][]string, last string) error 
 			width[i] = max(width[i], utf8.RuneCountInString(v))
 		}
 	}
-	var b strings.Builder
-	line := func(vals []string) {
-		for i, v := range vals {
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			b.WriteString(v)
-			if i < len(vals)-1 {
-				b.WriteString(strings.Repeat(" ", width[i]-utf8.RuneCountInString(v)))
-			}
-		}
-		b.WriteByte('\n')
-	}
-	line(cols)
+	return width
+}
+
+// writeHeader writes the column names and a line of dashes under them.
+func writeHeader(w io.Writer, cols []string, width []int) error {
 	dashes := make([]string, len(cols))
 	for i := range cols {
 		dashes[i] = strings.Repeat("-", width[i])
 	}
-	line(dashes)
-	for _, r := range rows {
-		line(r)
+	if err := writeLine(w, cols, width); err != nil {
+		return err
 	}
-	if last != "" {
-		b.WriteString(last + "\n")
+	return writeLine(w, dashes, width)
+}
+
+// writeLine writes one line of values padded to width (the last one not).
+func writeLine(w io.Writer, vals []string, width []int) error {
+	var b strings.Builder
+	for i, v := range vals {
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		b.WriteString(v)
+		if i < len(vals)-1 {
+			b.WriteString(strings.Repeat(" ", max(0, width[i]-utf8.RuneCountInString(v))))
+		}
 	}
+	b.WriteByte('\n')
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// WriteTable writes rows of text as an aligned table (for the listings).
+// WriteTable writes rows of text as an aligned table (for the listings):
+// columns padded to their widest value.
 func WriteTable(w io.Writer, cols []string, rows [][]string) error {
-	return writeTable(w, cols, rows, "")
+	width := widths(cols, rows)
+	err := writeHeader(w, cols, width)
+	for _, r := range rows {
+		if err == nil {
+			err = writeLine(w, r, width)
+		}
+	}
+	return err
 }

@@ -39,6 +39,8 @@ type CatalogConfig struct {
 	S3Endpoint  string
 	S3Region    string
 	S3PathStyle bool
+	// REST authenticates to an http(s):// catalog; unused otherwise.
+	REST RESTConfig
 }
 
 // keywordValue matches a PostgreSQL keyword/value connection string.
@@ -53,6 +55,7 @@ func (c CatalogConfig) Validate() error {
 	if strings.Contains(c.Warehouse, "://") && !strings.HasPrefix(c.Warehouse, "s3://") && !strings.HasPrefix(c.Warehouse, "file://") {
 		errs = append(errs, fmt.Errorf("warehouse %q: only local directories and s3://bucket/prefix are supported", c.Warehouse))
 	}
+	errs = append(errs, c.REST.validate(c.IsREST())...)
 	switch {
 	case !strings.Contains(c.Catalog, "://"):
 		if keywordValue.MatchString(c.Catalog) {
@@ -68,6 +71,11 @@ func (c CatalogConfig) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// IsREST reports whether the catalog is a REST catalog.
+func (c CatalogConfig) IsREST() bool {
+	return strings.HasPrefix(c.Catalog, "http://") || strings.HasPrefix(c.Catalog, "https://")
 }
 
 // IsS3 reports whether the warehouse is on S3.
@@ -138,11 +146,20 @@ func OpenCatalog(ctx context.Context, c CatalogConfig) (catalog.Catalog, error) 
 		}
 	}
 	switch {
-	case strings.HasPrefix(c.Catalog, "http://"), strings.HasPrefix(c.Catalog, "https://"):
-		opts := []rest.Option{rest.WithWarehouseLocation(wh), rest.WithAdditionalProps(props)}
+	case c.IsREST():
+		rc, err := c.REST.Resolve()
+		if err != nil {
+			return nil, err
+		}
+		opts, err := rc.options(wh, c.S3Region)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, rest.WithAdditionalProps(props))
 		cat, err := rest.NewCatalog(ctx, name, c.Catalog, opts...)
 		if err != nil {
-			return nil, connstr.ScrubError(fmt.Errorf("open REST catalog at %s: %w", connstr.Redact(c.Catalog), err), c.Catalog)
+			scrub := connstr.NewScrubber(c.Catalog).Add(rc.Secrets()...)
+			return nil, scrub.Wrap(fmt.Errorf("open REST catalog at %s: %w", connstr.Redact(c.Catalog), err))
 		}
 		return cat, nil
 	default:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -49,6 +50,7 @@ type rewrite struct {
 	written    int64                     // bytes of the new files
 	deleted    map[string]map[int64]bool // the snapshot's deleted rows, by data file
 	files      map[string]icego.DataFile // the snapshot's data files by path
+	tier       bool                      // a tiering: the files move cold (tier.go)
 }
 
 // snapshotFiles reads a table's current snapshot's live data files (with
@@ -84,9 +86,14 @@ func snapshotFiles(tbl *table.Table, fs icebergio.IO) (data []icego.DataFile, se
 }
 
 // rewriteGroup is data files to merge, all in one partition directory
-// (dir, under the table's data/; "" for an unpartitioned table).
+// (dir, under the table's data/; "" for an unpartitioned table) of one
+// location (root: "" for the table's own, else a tiered table's cold
+// root, see fileRoot), with the S3 storage class of its new files ("":
+// the bucket's default).
 type rewriteGroup struct {
+	root  string
 	dir   string
+	class string
 	paths []string
 }
 
@@ -107,11 +114,18 @@ func planRewrite(ctx context.Context, fs icebergio.WriteFileIO, base *table.Tabl
 	}
 	byDir := make(map[string][]tiering.FileStat)
 	var dirs []string
+	dirOf := map[string]string{}
 	for _, df := range data {
 		r.files[df.FilePath()] = df
-		dir := partitionDir(base, df.FilePath())
+		dir := "" // an unpartitioned table is planned whole, a partitioned one per spec, location and directory
+		if !base.Spec().IsUnpartitioned() {
+			// Files of two specs are never merged, whatever their directory.
+			root, d := fileRoot(base, df.FilePath())
+			dir = strconv.Itoa(int(df.SpecID())) + "|" + root + "\x00" + d
+		}
 		if _, ok := byDir[dir]; !ok {
 			dirs = append(dirs, dir)
+			dirOf[dir] = partitionDir(base, df.FilePath())
 		}
 		byDir[dir] = append(byDir[dir], tiering.FileStat{Path: df.FilePath(), Bytes: df.FileSizeBytes(), Rows: df.Count(), Deleted: int64(len(r.deleted[df.FilePath()])), Seq: seqs[df.FilePath()]})
 	}
@@ -120,15 +134,15 @@ func planRewrite(ctx context.Context, fs icebergio.WriteFileIO, base *table.Tabl
 		if !plan.Due() {
 			return nil, nil, nil
 		}
-		return r, []rewriteGroup{{paths: plan.Data}}, nil
+		return r, byRoot(base, plan.Data), nil
 	}
 	if len(deletes) > 0 {
-		return nil, nil, fmt.Errorf("%s: compaction of a partitioned table with deletes is not supported", strings.Join(base.Identifier(), "."))
+		return nil, nil, errPartitionedDeletes
 	}
 	var groups []rewriteGroup
 	for _, dir := range dirs {
 		if plan := tiering.PlanCompaction(c, byDir[dir], 0); len(plan.Data) > 0 {
-			groups = append(groups, rewriteGroup{dir: dir, paths: plan.Data})
+			groups = append(groups, byRoot(base, plan.Data)...)
 		}
 	}
 	if len(groups) == 0 {
@@ -136,6 +150,11 @@ func planRewrite(ctx context.Context, fs icebergio.WriteFileIO, base *table.Tabl
 	}
 	return r, groups, nil
 }
+
+// errPartitionedDeletes: a partitioned table with position deletes (a
+// partitioned mirror) is not compacted; its kept deletes would have to be
+// written per partition.
+var errPartitionedDeletes = errors.New("compaction of a partitioned table with position deletes is not built yet")
 
 // partitionDir is the directory of a data file under the table's data/
 // ("" for a file directly in it, or one elsewhere).
@@ -192,7 +211,7 @@ func (r *rewrite) run(ctx context.Context, fs icebergio.WriteFileIO, base *table
 	}
 	if len(kept) > 0 {
 		sortDeletes(kept)
-		if r.kept, err = writePositionDeletes(ctx, fs, dataPath(base, ""), base.Spec(), kept, rewriteLayout(base)); err != nil {
+		if r.kept, err = writePositionDeletes(ctx, fs, dataPath(base, ""), base.Schema(), base.Spec(), nil, kept, rewriteLayout(base)); err != nil {
 			return err
 		}
 		r.written += r.kept.FileSizeBytes()
@@ -203,7 +222,14 @@ func (r *rewrite) run(ctx context.Context, fs icebergio.WriteFileIO, base *table
 
 // runGroup rewrites one group's files into new files of its directory.
 func (r *rewrite) runGroup(ctx context.Context, fs icebergio.WriteFileIO, base *table.Table, c tiering.CompactConfig, g rewriteGroup) error {
-	out := &rewriteOut{fs: fs, tbl: base, dir: g.dir, target: c.TargetBytes, first: int32(len(r.newData))}
+	out := &rewriteOut{fs: fs, tbl: base, root: g.root, dir: g.dir, class: g.class, target: c.TargetBytes, first: int32(len(r.newData)), spec: base.Spec()}
+	// A group's files are of one spec and partition directory: the new
+	// files take the first one's spec and partition values.
+	if src := r.files[g.paths[0]]; !base.Spec().IsUnpartitioned() {
+		if s := base.Metadata().PartitionSpecByID(int(src.SpecID())); s != nil {
+			out.spec, out.partition = *s, src.Partition()
+		}
+	}
 	defer out.abort()
 	for _, p := range g.paths {
 		df := r.files[p]
@@ -237,16 +263,21 @@ func sortDeletes(dels []posDelete) {
 //
 // Its files follow the table's Parquet settings (see rewriteLayout).
 type rewriteOut struct {
-	fs     icebergio.WriteFileIO
-	tbl    *table.Table
-	dir    string // partition directory of the files (see partitionDir)
-	first  int32  // index of the first file written in the rewrite's newData
-	target int64
-	asc    *arrow.Schema
-	w      *parquetx.ColumnWriter // open file, nil until rows come
-	path   string
-	rows   int64
-	done   []icego.DataFile
+	fs    icebergio.WriteFileIO
+	tbl   *table.Table
+	root  string // location of the files ("": the table's; see fileRoot)
+	dir   string // partition directory of the files (see partitionDir)
+	class string // S3 storage class of the files ("": the bucket's default)
+	// spec and partition are the files' (those of the group's files).
+	spec      icego.PartitionSpec
+	partition map[int]any
+	first     int32 // index of the first file written in the rewrite's newData
+	target    int64
+	asc       *arrow.Schema
+	w         *parquetx.ColumnWriter // open file, nil until rows come
+	path      string
+	rows      int64
+	done      []icego.DataFile
 }
 
 // copyFile copies the live rows of df (deleted: its deleted rows) and
@@ -357,8 +388,8 @@ func (o *rewriteOut) open() error {
 		}
 		o.asc = asc
 	}
-	o.path = dataPath(o.tbl, o.dir)
-	f, err := o.fs.Create(o.path)
+	o.path = rootedDataPath(o.tbl, o.root, o.dir)
+	f, err := createWithClass(o.fs, o.path, o.class)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", o.path, err)
 	}
@@ -382,7 +413,7 @@ func (o *rewriteOut) roll() error {
 		removeFile(o.fs, o.path)
 		return err
 	}
-	df, err := describeFile(md, o.path, size, o.tbl.Schema(), o.tbl.Spec(), nil, icego.EntryContentData, o.tbl.Properties())
+	df, err := describeFile(md, o.path, size, o.tbl.Schema(), o.spec, o.partition, icego.EntryContentData, o.tbl.Properties())
 	if err != nil {
 		removeFile(o.fs, o.path)
 		return err

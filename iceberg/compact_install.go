@@ -6,6 +6,7 @@ import (
 	"time"
 
 	icego "github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 	"github.com/pg2iceberg/pg2iceberg/decode"
@@ -75,6 +76,7 @@ type compactState struct {
 	job  *compactJob
 	idle int       // after a plan found nothing due: the live file count that makes the next one worth it
 	last time.Time // when a compaction was last installed
+	tier tierState // hot/cold tiering (tier.go)
 }
 
 // noteFlush records a flush's committed deletes for the job in flight.
@@ -98,16 +100,26 @@ func liveCounts(tbl *table.Table) (data, deletes int, rows, deleted int64) {
 	return int(l.Data), int(l.Deletes), l.Records, l.PositionDeletes
 }
 
+// planFunc plans a rewrite of base (nil: nothing is due): compaction's
+// planRewrite, or tiering's planTier.
+type planFunc func(ctx context.Context, fs icebergio.WriteFileIO, base *table.Table) (*rewrite, []rewriteGroup, error)
+
 // startCompaction starts a job that plans and rewrites the table as of
-// its current snapshot, on its own goroutine.
-func (t *icebergTable) startCompaction(c tiering.CompactConfig) {
+// its current snapshot, on its own goroutine: a compaction under c, or
+// another rewrite (tiering) that plan chooses (nil: compaction's).
+func (t *icebergTable) startCompaction(c tiering.CompactConfig, plan planFunc) {
+	if plan == nil {
+		plan = func(ctx context.Context, fs icebergio.WriteFileIO, base *table.Table) (*rewrite, []rewriteGroup, error) {
+			return planRewrite(ctx, fs, base, c)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	j := &compactJob{base: t.tbl, baseSeq: t.tbl.CurrentSnapshot().SequenceNumber, schemaID: t.tbl.Metadata().CurrentSchema().ID, cancel: cancel, done: make(chan struct{})}
 	t.compact.job = j
 	fs := t.fs
 	go func() {
 		defer close(j.done)
-		r, groups, err := planRewrite(ctx, fs, j.base, c)
+		r, groups, err := plan(ctx, fs, j.base)
 		if err != nil || r == nil {
 			j.err = err
 			return
@@ -142,7 +154,9 @@ func (m *mirror) maybeCompact(s *Sink) {
 		return
 	}
 	if c := s.compactConfig(m.icebergTable, m.rel); m.compactDue(c) {
-		m.startCompaction(c)
+		m.startCompaction(c, nil)
+	} else {
+		m.maybeTier(s, m.rel, c)
 	}
 }
 
@@ -237,7 +251,7 @@ func (m *mirror) laterDeletes(ctx context.Context, j *compactJob) (icego.DataFil
 	}
 	sortDeletes(later)
 	opts, _ := m.fileLayout()
-	df, err := writePositionDeletes(ctx, m.fs, dataPath(m.tbl, ""), m.tbl.Spec(), later, opts)
+	df, err := writePositionDeletes(ctx, m.fs, dataPath(m.tbl, ""), m.tbl.Schema(), m.tbl.Spec(), nil, later, opts)
 	if err != nil {
 		r.discard(m.fs)
 		return nil, err
@@ -258,6 +272,9 @@ func (t *icebergTable) commitRewrite(ctx context.Context, s *Sink, j *compactJob
 		PropSource:     s.cfg.Source.String(),
 		PropCommitID:   uuid.NewString(),
 		PropCompaction: strconv.Itoa(len(r.oldData)),
+	}
+	if r.tier {
+		props[PropTiering] = strconv.Itoa(len(r.oldData))
 	}
 	txn := t.tbl.NewTransaction()
 	rw := stageRewrite(txn, r, j.baseSeq, props)
@@ -292,6 +309,7 @@ func (t *icebergTable) commitRewrite(ctx context.Context, s *Sink, j *compactJob
 	s.stats.Compactions.Add(1)
 	s.stats.BytesRewritten.Add(r.bytesRead)
 	t.compact.last = time.Now()
+	t.tiered(s, r)
 	after, afterDels, _, _ := liveCounts(t.tbl)
 	s.log.Info("compaction installed", "table", t.name(), "rewritten", len(r.oldData), "written", len(r.newData), "bytes_rewritten", r.bytesRead, "live_files_before", before+beforeDels, "live_files", after+afterDels, "elapsed", time.Since(start).Round(time.Millisecond))
 	return nil
@@ -403,7 +421,9 @@ func (s *Sink) stopCompactions() {
 // day), with nothing to remap.
 func (c *changelog) maybeCompact(s *Sink) {
 	if cfg := s.compactConfig(c.icebergTable, c.rel); c.compactDue(cfg) {
-		c.startCompaction(cfg)
+		c.startCompaction(cfg, nil)
+	} else {
+		c.maybeTier(s, c.rel, cfg)
 	}
 }
 

@@ -2,6 +2,7 @@ package iceberg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -74,6 +75,10 @@ func CompactOnce(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 		return rep, fmt.Errorf("compact %s: file IO cannot write", rep.Table)
 	}
 	r, groups, err := planRewrite(ctx, wfs, tbl, c)
+	if errors.Is(err, errPartitionedDeletes) {
+		rep.Skipped = err.Error()
+		return rep, nil
+	}
 	if err != nil {
 		return rep, fmt.Errorf("compact %s: %w", rep.Table, err)
 	}
@@ -82,35 +87,53 @@ func CompactOnce(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 		return rep, nil
 	}
 	if opts.DryRun {
-		for _, g := range groups {
-			for _, p := range g.paths {
-				rep.FilesRewritten++
-				rep.BytesRewritten += r.files[p].FileSizeBytes()
-			}
-		}
+		countDue(r, groups, &rep)
 		rep.Elapsed = time.Since(start)
 		return rep, nil
 	}
-	if err := r.run(ctx, wfs, tbl, c, groups); err != nil {
+	if err := runOnce(ctx, ident, wfs, tbl, c, r, groups, &rep); err != nil {
 		return rep, fmt.Errorf("compact %s: %w", rep.Table, err)
 	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+// countDue counts the files and bytes groups would rewrite, into rep (a
+// dry run).
+func countDue(r *rewrite, groups []rewriteGroup, rep *CompactReport) {
+	for _, g := range groups {
+		for _, p := range g.paths {
+			rep.FilesRewritten++
+			rep.BytesRewritten += r.files[p].FileSizeBytes()
+		}
+	}
+}
+
+// runOnce does the rewrite r of groups of tbl and commits it as an
+// ordinary optimistic commit (CompactOnce, TierOnce), into rep.
+func runOnce(ctx context.Context, ident table.Identifier, wfs icebergio.WriteFileIO, tbl *table.Table, c tiering.CompactConfig, r *rewrite, groups []rewriteGroup, rep *CompactReport) error {
+	if err := r.run(ctx, wfs, tbl, c, groups); err != nil {
+		return err
+	}
 	props := icego.Properties{PropCompaction: strconv.Itoa(len(r.oldData)), PropCommitID: uuid.NewString()}
+	if r.tier {
+		props[PropTiering] = strconv.Itoa(len(r.oldData))
+	}
 	txn := tbl.NewTransaction()
 	if err := stageRewrite(txn, r, tbl.CurrentSnapshot().SequenceNumber, props).Commit(ctx); err != nil {
 		r.discard(wfs)
-		return rep, fmt.Errorf("compact %s: %w", rep.Table, err)
+		return err
 	}
 	out, err := txn.Commit(ctx)
 	if err != nil {
-		return rep, fmt.Errorf("compact %s: commit (its files are kept: the outcome may be unknown): %w", rep.Table, err)
+		return fmt.Errorf("commit (its files are kept: the outcome may be unknown): %w", err)
 	}
 	// Readers without a catalog follow version-hint.text.
 	if err := (&icebergTable{ident: ident, fs: wfs}).committedTo(out); err != nil {
-		return rep, fmt.Errorf("compact %s: %w", rep.Table, err)
+		return err
 	}
 	rep.DataFilesAfter, rep.DeleteFilesAfter, _, _ = liveCounts(out)
 	rep.FilesRewritten, rep.FilesWritten = len(r.oldData), len(r.newData)
 	rep.BytesRewritten, rep.BytesWritten = r.bytesRead, r.written
-	rep.Elapsed = time.Since(start)
-	return rep, nil
+	return nil
 }

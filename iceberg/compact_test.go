@@ -52,7 +52,7 @@ func TestCompactOnce(t *testing.T) {
 	}
 	sortDeletes(dels)
 	fs := mustFS(t, tbl)
-	ddf, err := writePositionDeletes(ctx, fs, dataPath(tbl, ""), tbl.Spec(), dels, parquetx.Options{})
+	ddf, err := writePositionDeletes(ctx, fs, dataPath(tbl, ""), tbl.Schema(), tbl.Spec(), nil, dels, parquetx.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

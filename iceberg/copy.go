@@ -182,6 +182,17 @@ type CopyWriter struct {
 	fw     *fileWriter
 	keys   keyindex.Keys // key of the row at each position of fw
 	closed []copiedFile
+	// part is the writer's own partitioner (nil: unpartitioned); fw is
+	// of partition key, parked the open files of the others.
+	part   *partitioner
+	key    string
+	parked map[string]copyOpen
+}
+
+// copyOpen is an open data file of a copy and the keys of its rows.
+type copyOpen struct {
+	fw   *fileWriter
+	keys keyindex.Keys
 }
 
 // copiedFile is a closed data file of a copy, not yet committed.
@@ -199,6 +210,10 @@ func (s *Sink) NewCopyWriter(relID uint32) (*CopyWriter, error) {
 		return nil, nil
 	}
 	w := &CopyWriter{m: st.mirror}
+	var err error
+	if w.part, err = st.mirror.ownPartitioner(); err != nil {
+		return nil, err
+	}
 	s.copyMu.Lock()
 	defer s.copyMu.Unlock()
 	s.copying[relID] = append(s.copying[relID], w)
@@ -212,14 +227,12 @@ func (w *CopyWriter) Row(row decode.Tuple) error {
 	if w == nil {
 		return nil
 	}
+	if err := w.openFor(row); err != nil {
+		return err
+	}
 	b, err := w.m.appendKey(w.keys.Tail(), row)
 	if err != nil {
 		return err
-	}
-	if w.fw == nil {
-		if w.fw, err = w.m.newDataFile(); err != nil {
-			return err
-		}
 	}
 	if err := w.m.appendRow(w.fw.builder, row); err != nil {
 		return err
@@ -234,22 +247,42 @@ func (w *CopyWriter) Row(row decode.Tuple) error {
 		target = copyFileTarget
 	}
 	if full(w.fw.rows(), w.fw.bytes(), target) || w.keys.Size() >= copyKeysTarget {
-		return w.closeFile()
+		return w.closeCurrent()
 	}
 	return nil
 }
 
-// closeFile closes the open data file, if any.
+// closeFile closes the open data files, if any.
 func (w *CopyWriter) closeFile() error {
-	if w == nil || w.fw == nil {
+	if w == nil {
 		return nil
 	}
-	df, err := w.fw.close()
+	for k, o := range w.parked {
+		delete(w.parked, k)
+		if err := w.closeOne(o.fw, o.keys); err != nil {
+			return err
+		}
+	}
+	return w.closeCurrent()
+}
+
+// closeCurrent closes the data file of the last row's partition, if any.
+func (w *CopyWriter) closeCurrent() error {
+	if w.fw == nil {
+		return nil
+	}
+	fw, keys := w.fw, w.keys
+	w.fw, w.keys = nil, keyindex.Keys{}
+	return w.closeOne(fw, keys)
+}
+
+// closeOne closes fw, whose rows have keys.
+func (w *CopyWriter) closeOne(fw *fileWriter, keys keyindex.Keys) error {
+	df, err := fw.close()
 	if err != nil {
 		return err
 	}
-	w.closed = append(w.closed, copiedFile{path: w.fw.path, df: df, keys: w.keys})
-	w.fw, w.keys = nil, keyindex.Keys{}
+	w.closed = append(w.closed, copiedFile{path: fw.path, df: df, keys: keys})
 	return nil
 }
 
@@ -338,6 +371,10 @@ func (w *CopyWriter) abort() {
 	if w.fw != nil {
 		w.fw.abort()
 		w.fw = nil
+	}
+	for k, o := range w.parked {
+		o.fw.abort()
+		delete(w.parked, k)
 	}
 	for _, f := range w.closed {
 		removeFile(w.m.fs, f.path)

@@ -3,6 +3,7 @@ package iceberg
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -119,12 +120,17 @@ type posDelete struct {
 // delete may target a data file added in the same snapshot, which
 // iceberg-go's commit validation would reject as missing, and the check
 // scans every manifest of the table on each commit.
-// opts are the table's Parquet settings (see deleteFileLayout).
-func writePositionDeletes(ctx context.Context, fs icebergio.WriteFileIO, path string, spec icego.PartitionSpec, dels []posDelete, opts parquetx.Options) (icego.DataFile, error) {
-	fw, err := newFileWriterWith(fs, path, icego.PositionalDeleteSchema, spec, nil, icego.EntryContentPosDeletes, nil, deleteFileLayout(opts), 0)
+// opts are the table's Parquet settings (see deleteFileLayout). The file
+// is in partition partition of spec, the partition of the data files its
+// deletes point at (nil: unpartitioned); sc is the table's schema.
+func writePositionDeletes(ctx context.Context, fs icebergio.WriteFileIO, path string, sc *icego.Schema, spec icego.PartitionSpec, partition map[int]any, dels []posDelete, opts parquetx.Options) (icego.DataFile, error) {
+	fw, err := newFileWriterWith(fs, path, icego.PositionalDeleteSchema, spec, partition, icego.EntryContentPosDeletes, nil, deleteFileLayout(opts), 0)
 	if err != nil {
 		return nil, err
 	}
+	// The manifest entry's partition is typed by its source columns, which
+	// a delete file does not hold: it is described with them.
+	fw.schema = deleteSchema(sc, spec)
 	pathB := fw.builder(0).(*array.StringBuilder)
 	posB := fw.builder(1).(*array.Int64Builder)
 	for _, d := range dels {
@@ -140,4 +146,21 @@ func writePositionDeletes(ctx context.Context, fs icebergio.WriteFileIO, path st
 		}
 	}
 	return fw.close()
+}
+
+// deleteSchema is the schema a position delete file of spec is described
+// with: the delete columns and the source columns of spec's fields, so
+// its partition values get their types (the file holds no such column).
+func deleteSchema(sc *icego.Schema, spec icego.PartitionSpec) *icego.Schema {
+	if spec.IsUnpartitioned() || sc == nil {
+		return icego.PositionalDeleteSchema
+	}
+	fields := icego.PositionalDeleteSchema.Fields()
+	for _, pf := range spec.Fields() {
+		if f, ok := sc.FindFieldByID(pf.SourceID()); ok && !slices.ContainsFunc(fields, func(g icego.NestedField) bool { return g.ID == f.ID }) {
+			f.Required = false
+			fields = append(fields, f)
+		}
+	}
+	return icego.NewSchema(0, fields...)
 }

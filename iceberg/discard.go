@@ -24,13 +24,11 @@ func (s *Sink) Discard() {
 	}
 	for _, st := range s.tables {
 		if m := st.mirror; m != nil {
-			if m.pending != nil {
-				m.pending.abort()
-			}
+			m.abortOpen() // every partition's open file
 			for _, df := range m.closed {
 				removeFile(m.fs, df.FilePath())
 			}
-			m.pending, m.closed, m.deletes, m.changes = nil, nil, nil, 0
+			m.closed, m.deletes, m.changes = nil, nil, 0
 		}
 		if c := st.changelog; c != nil {
 			for _, fw := range c.files {

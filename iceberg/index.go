@@ -154,7 +154,7 @@ func (m *mirror) indexStamp() []byte {
 // nothing is pending.
 func (m *mirror) saveIndex() error {
 	stamp := m.indexStamp()
-	if stamp == nil || m.pending != nil || len(m.deletes) > 0 {
+	if stamp == nil || m.hasOpen() || len(m.deletes) > 0 {
 		return nil
 	}
 	f, err := m.fs.Create(m.indexPath())

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +24,11 @@ type mirror struct {
 	unbound []int // fields no relation column fills: written as NULL
 	keyCols []int // relation columns of the key (every bound one for a whole-row key)
 	keyType []arrow.DataType
-	keyIDs  []int // field IDs of the key columns
+	keyIDs  []int        // field IDs of the key columns
+	part    *partitioner // of the table's current spec; nil: unpartitioned
+	// files are the spec and partition of data files by path, for the
+	// position deletes of their rows (see deleteGroups).
+	files map[string]fileRef
 
 	index *keyindex.Index // key → live row, and file id → path; includes rows of the pending file
 
@@ -42,11 +47,15 @@ type mirror struct {
 // batch is changes of a mirror not yet committed: a flush's, or those of a
 // streamed transaction applied ahead of its commit (see speculation).
 type batch struct {
-	pending   *fileWriter      // open data file, nil until the first row
-	pendingID int32            // its file id in the mirror's key index
-	closed    []icego.DataFile // data files closed early (see rotate)
-	deletes   []posDelete
-	changes   int // rows changed
+	pending    *fileWriter // open data file of the last row's partition, nil until the first row
+	pendingID  int32       // its file id in the mirror's key index
+	pendingKey string      // its partition (see partitioner.partition)
+	// parked are the open data files of the other partitions this batch
+	// wrote rows of, by partition.
+	parked  map[string]openFile
+	closed  []icego.DataFile // data files closed early (see rotate)
+	deletes []posDelete
+	changes int // rows changed
 	// truncated: every row committed before was deleted (TRUNCATE, a
 	// re-copy). The commit removes the table's files instead of deleting
 	// their rows one by one (see icebergTable.stageFiles).
@@ -104,7 +113,8 @@ func (m *mirror) bind() error {
 		return fmt.Errorf("%s: no key columns", m.name())
 	}
 	m.index.SetRepeats(m.rel.WholeRow)
-	return nil
+	m.part, err = newPartitioner(m.tbl.Spec(), sc, asc, m.colIdx)
+	return err
 }
 
 // key encodes the key of a tuple (full row or key-only image).
@@ -150,11 +160,62 @@ func (m *mirror) appendKey(b []byte, t decode.Tuple) ([]byte, error) {
 	return b, nil
 }
 
-// newDataFile opens a new data file for rows of the mirror, of the
-// table's current settings (see dataFileLayout).
-func (m *mirror) newDataFile() (*fileWriter, error) {
+// newDataFile opens a new data file for rows of the mirror in partition
+// vals of its partitioner's spec (nil: unpartitioned), of the table's
+// current settings (see dataFileLayout).
+func (m *mirror) newDataFile(vals map[int]any) (*fileWriter, error) { return m.newFileIn(m.part, vals) }
+
+// newFileIn is newDataFile for partition vals of p's spec (p nil:
+// unpartitioned).
+func (m *mirror) newFileIn(p *partitioner, vals map[int]any) (*fileWriter, error) {
 	opts, target := m.dataFileLayout()
-	return newFileWriterWith(m.fs, dataPath(m.tbl, ""), m.tbl.Schema(), m.tbl.Spec(), nil, icego.EntryContentData, m.tbl.Properties(), opts, target)
+	if p == nil {
+		return newFileWriterWith(m.fs, dataPath(m.tbl, ""), m.tbl.Schema(), m.tbl.Spec(), nil, icego.EntryContentData, m.tbl.Properties(), opts, target)
+	}
+	return newFileWriterWith(m.fs, dataPath(m.tbl, partitionPath(p.spec, m.tbl.Schema(), vals)), m.tbl.Schema(), p.spec, vals, icego.EntryContentData, m.tbl.Properties(), opts, target)
+}
+
+// partitionOf returns a row's partition values and key under the table's
+// current spec (nil, "": unpartitioned). A spec another writer set since
+// the last bind (Spark's ADD PARTITION FIELD) is bound first.
+func (m *mirror) partitionOf(row decode.Tuple) (map[int]any, string, error) {
+	spec := m.tbl.Spec()
+	if (m.part == nil) != spec.IsUnpartitioned() || (m.part != nil && m.part.spec.ID() != spec.ID()) {
+		if err := m.bind(); err != nil {
+			return nil, "", err
+		}
+	}
+	if m.part == nil {
+		return nil, "", nil
+	}
+	vals, key, err := m.part.partition(m.rel, row)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: key %s: %w", m.name(), m.keyText(row), err)
+	}
+	return vals, strconv.Itoa(spec.ID()) + "/" + key, nil
+}
+
+// openFor makes b.pending the open data file of row's partition, parking
+// the one open before.
+func (m *mirror) openFor(b *batch, row decode.Tuple) error {
+	vals, key, err := m.partitionOf(row)
+	if err != nil {
+		return err
+	}
+	if b.pending != nil && key == b.pendingKey {
+		return nil
+	}
+	f, ok := switchOpen(&b.parked, openFile{fw: b.pending, id: b.pendingID}, b.pending != nil, b.pendingKey, key)
+	b.pending, b.pendingID, b.pendingKey = f.fw, f.id, key
+	if ok {
+		return nil
+	}
+	fw, err := m.newDataFile(vals)
+	if err != nil {
+		return err
+	}
+	b.pending, b.pendingID, b.pendingKey = fw, m.index.AddFile(fw.path), key
+	return nil
 }
 
 // appendRow writes a full row's values to the builders of a file's
@@ -193,13 +254,8 @@ func (m *mirror) deleteKey(b *batch, idx rowIndex, k string) bool {
 
 // insert writes a full row to b and indexes it.
 func (m *mirror) insert(b *batch, idx rowIndex, row decode.Tuple, k string) error {
-	if b.pending == nil {
-		fw, err := m.newDataFile()
-		if err != nil {
-			return err
-		}
-		b.pending = fw
-		b.pendingID = m.index.AddFile(fw.path)
+	if err := m.openFor(b, row); err != nil {
+		return err
 	}
 	if err := m.appendRow(b.pending.builder, row); err != nil {
 		return err
@@ -214,7 +270,7 @@ func (m *mirror) insert(b *batch, idx rowIndex, row decode.Tuple, k string) erro
 	if full(b.pending.rows(), b.pending.bytes(), b.pending.target) {
 		// The next row opens a new file with a new file ID in the key
 		// index; the flush commits every file of the batch (closed).
-		return b.rotate()
+		return b.closePending()
 	}
 	return nil
 }
@@ -280,10 +336,7 @@ func (m *mirror) applyTo(b *batch, idx rowIndex, c *decode.Change, after decode.
 func (m *mirror) truncate() {
 	m.changes++
 	m.truncated = true
-	if m.pending != nil {
-		m.pending.abort()
-		m.pending = nil
-	}
+	m.abortOpen()
 	for _, df := range m.closed {
 		removeFile(m.fs, df.FilePath())
 	}
@@ -308,13 +361,8 @@ func (m *mirror) closeFilesFunc() func() error {
 	return m.closeFiles
 }
 
-// closeFiles closes the open data file, if any (before a schema change).
-func (m *mirror) closeFiles() error {
-	if m.pending == nil {
-		return nil
-	}
-	return m.rotate()
-}
+// closeFiles closes the open data files, if any (before a schema change).
+func (m *mirror) closeFiles() error { return m.rotate() }
 
 // flush closes this flush's files and commits them in one snapshot.
 func (m *mirror) flush(ctx context.Context, s *Sink) error {
@@ -322,29 +370,19 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 		m.summary = nil
 		return nil
 	}
-	data := m.closed
-	var dels []icego.DataFile
-	if m.pending != nil {
-		df, err := m.pending.close()
-		if err != nil {
-			return err
-		}
-		data = append(data, df)
+	if err := m.rotate(); err != nil {
+		return err
 	}
-	if len(m.deletes) > 0 {
-		sortDeletes(m.deletes)
-		opts, _ := m.fileLayout()
-		df, err := writePositionDeletes(ctx, m.fs, dataPath(m.tbl, ""), m.tbl.Spec(), m.deletes, opts)
-		if err != nil {
-			return err
-		}
-		dels = append(dels, df)
+	data := m.closed
+	dels, err := m.writeDeletes(ctx, data)
+	if err != nil {
+		return err
 	}
 	if err := m.markUnknownRows(ctx); err != nil {
 		return err
 	}
 	crashPoint("before-commit")
-	err := m.commitFiles(ctx, s.cat, data, dels, m.truncated, m.lastEnd, s.cfg.Source.String(), m.summary)
+	err = m.commitFiles(ctx, s.cat, data, dels, m.truncated, m.lastEnd, s.cfg.Source.String(), m.summary)
 	if errors.Is(err, errRowsMoved) {
 		return m.dropBatch(ctx, s, append(data, dels...))
 	}
@@ -352,6 +390,7 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 		return err
 	}
 	m.noteFlush(dels, m.truncated)
+	m.noteFiles(data)
 	m.pending, m.closed, m.deletes, m.changes, m.summary, m.truncated = nil, nil, m.deletes[:0], 0, nil, false
 	return nil
 }

@@ -105,7 +105,7 @@ func (m *mirror) readBack(k string, cols []int) ([][]byte, error) {
 	if !ok {
 		return nil, errNotInMirror
 	}
-	if m.pending != nil && l.File == m.pendingID {
+	if m.isOpen(l.File) {
 		if err := m.rotate(); err != nil {
 			return nil, err
 		}
@@ -182,18 +182,6 @@ func columnIndexOf(rec arrow.RecordBatch, id int) int {
 		}
 	}
 	return -1
-}
-
-// rotate closes this flush's open data file so its rows can be read back;
-// the next row starts a new file. Both are committed by the flush.
-func (b *batch) rotate() error {
-	df, err := b.pending.close()
-	if err != nil {
-		return err
-	}
-	b.closed = append(b.closed, df)
-	b.pending = nil
-	return nil
 }
 
 // textFromArray renders a value in PostgreSQL's text output form, for the

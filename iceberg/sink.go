@@ -47,8 +47,9 @@ type Config struct {
 	// Retention is the snapshot retention of tables without one of their
 	// own in Rules (its zero value: each table's properties decide).
 	Retention tiering.Retention
-	// Stats, when set, are the counters the sink adds to: a sink that
-	// replaces a discarded one (see Discard) goes on with its counters.
+	// Stats receives the sink's counters (nil: counters of its own), so
+	// that a metrics server started before the sink reads them, and a
+	// sink that replaces a discarded one (see Discard) goes on with them.
 	Stats *Stats
 }
 
@@ -130,11 +131,10 @@ type Sink struct {
 
 // NewSink returns a Sink writing through cat.
 func NewSink(cat catalog.Catalog, cfg Config, log *slog.Logger) *Sink {
-	stats := cfg.Stats
-	if stats == nil {
-		stats = &Stats{}
+	if cfg.Stats == nil {
+		cfg.Stats = &Stats{}
 	}
-	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, stats: stats, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter), runs: make(map[uint32]*copyRun), keyChanges: make(map[uint32][]string), unknownRows: make(map[*sourceTable]bool)}
+	return &Sink{cat: cat, cfg: cfg.withDefaults(), log: log, stats: cfg.Stats, tables: make(map[uint32]*sourceTable), touched: make(map[*sourceTable]bool), copying: make(map[uint32][]*CopyWriter), runs: make(map[uint32]*copyRun), keyChanges: make(map[uint32][]string), unknownRows: make(map[*sourceTable]bool)}
 }
 
 // Identifiers returns the mirror and changelog identifiers of a source table.
@@ -288,10 +288,12 @@ func (s *Sink) commit(ctx context.Context, end decode.LSN) error {
 	if s.pending == 0 {
 		// Nothing of ours is waiting: this transaction is as good as durable.
 		s.durable = end
+		s.stats.sourceCommitted(s.tx.commitTS)
 		return nil
 	}
 	if s.flushStart.IsZero() {
 		s.flushStart = time.Now()
+		s.stats.pendingSince(s.tx.commitTS)
 	}
 	if s.pending >= s.cfg.FlushRows || s.pendingBytes() >= s.cfg.FlushBytes {
 		return s.Flush(ctx)
@@ -302,8 +304,8 @@ func (s *Sink) commit(ctx context.Context, end decode.LSN) error {
 func (s *Sink) pendingBytes() int64 {
 	var n int64
 	for _, st := range s.tables {
-		if st.mirror != nil && st.mirror.pending != nil {
-			n += st.mirror.pending.bytes()
+		if st.mirror != nil {
+			n += st.mirror.openBytes()
 		}
 		if st.changelog != nil {
 			for _, fw := range st.changelog.files {
@@ -334,7 +336,7 @@ func (s *Sink) Flush(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
-	rows, tables := s.pending, 0
+	rows, tables, bytes := s.pending, 0, s.pendingBytes()
 	var moved []string // mirrors whose batches an outside commit dropped
 	for _, st := range s.tables {
 		// The changelog commits first: a mirror is then never ahead of its
@@ -370,6 +372,9 @@ func (s *Sink) Flush(ctx context.Context) error {
 		return &ReplayError{From: s.durable, Tables: moved}
 	}
 	s.pending, s.flushStart, s.durable = 0, time.Time{}, s.lastEnd
+	// Between transactions s.tx is the last one ended: the newest source
+	// commit this flush makes durable.
+	s.stats.flushed(rows, bytes, time.Since(start), s.tx.commitTS)
 	s.afterFlush(ctx)
 	s.stats.Changes.Add(int64(rows))
 	s.stats.Flushes.Add(1)

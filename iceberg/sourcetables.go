@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	icego "github.com/apache/iceberg-go"
+
 	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/evolution"
 )
@@ -19,8 +21,20 @@ func (s *Sink) openMirror(ctx context.Context, rel *decode.Relation) (*mirror, e
 		return nil, err
 	}
 	mid, _ := Identifiers(rel.Schema, rel.Name)
-	t, err := s.openOwn(ctx, mid, rel, sc, nil)
+	fields := s.cfg.Rules.Policies(rel.QualifiedName()).Partition
+	var spec *icego.PartitionSpec
+	if len(fields) > 0 {
+		ps, err := ConfiguredSpec(sc, fields)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", rel.QualifiedName(), err)
+		}
+		spec = &ps
+	}
+	t, err := s.openOwn(ctx, mid, rel, sc, spec)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.followConfiguredSpec(ctx, fields); err != nil {
 		return nil, err
 	}
 	return newMirror(t, rel)

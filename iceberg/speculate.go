@@ -192,13 +192,9 @@ func (s *Sink) SpecCommit(ctx context.Context, xid uint32, commitLSN decode.LSN,
 	s.Begin(xid, commitLSN, commitTS)
 	for st, t := range sp.tables {
 		if m := st.mirror; m != nil && t.b.changes > 0 {
-			if t.b.pending != nil {
-				df, err := t.b.pending.close()
-				if err != nil {
-					sp.discard()
-					return false, err
-				}
-				t.b.closed = append(t.b.closed, df)
+			if err := t.b.rotate(); err != nil {
+				sp.discard()
+				return false, err
 			}
 			t.idx.Merge()
 			m.closed = append(m.closed, t.b.closed...)
@@ -247,9 +243,7 @@ func (s *Sink) abandonSpecFor(st *sourceTable, reason string) {
 
 func (sp *speculation) discard() {
 	for _, t := range sp.tables {
-		if t.b.pending != nil {
-			t.b.pending.abort()
-		}
+		t.b.abortOpen()
 		if t.log != nil {
 			t.log.abort()
 		}

@@ -27,8 +27,62 @@ type Stats struct {
 	// those that failed (each retried by a later one), BytesRewritten the
 	// bytes of the data files they rewrote.
 	Compactions, CompactionFailures, BytesRewritten atomic.Int64
+	// OnFlush, when set before the sink streams, is called after each
+	// flush committed: its changes, its Parquet bytes, how long it took,
+	// and how long ago the oldest of its source transactions committed.
+	OnFlush func(rows int, bytes int64, took, latency time.Duration)
+	// Tierings counts the rewrites among them that moved data files to a
+	// table's cold location, BytesTiered the bytes of the files moved.
+	Tierings, BytesTiered atomic.Int64
 	// tables holds the []TableStatus of the last flush.
 	tables atomic.Pointer[[]TableStatus]
+	// committedTS is the source commit time (Unix ns) of the newest
+	// transaction committed to Iceberg or touching none of its tables;
+	// pendingTS the oldest pending one's (0: none pending).
+	committedTS, pendingTS atomic.Int64
+}
+
+// SourceTimes returns the source commit time of the newest transaction
+// that is durable (zero before the first), and of the oldest one received
+// but not yet committed (zero when none is pending).
+func (st *Stats) SourceTimes() (committed, oldestPending time.Time) {
+	return unixNano(st.committedTS.Load()), unixNano(st.pendingTS.Load())
+}
+
+func unixNano(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// sourceCommitted records a durable transaction's source commit time.
+func (st *Stats) sourceCommitted(ts time.Time) {
+	if !ts.IsZero() && ts.UnixNano() > st.committedTS.Load() {
+		st.committedTS.Store(ts.UnixNano())
+	}
+}
+
+// pendingSince records the source commit time of a batch's first
+// transaction.
+func (st *Stats) pendingSince(ts time.Time) {
+	if !ts.IsZero() {
+		st.pendingTS.Store(ts.UnixNano())
+	}
+}
+
+// flushed records a committed flush whose newest transaction committed at
+// the source at newest.
+func (st *Stats) flushed(rows int, bytes int64, took time.Duration, newest time.Time) {
+	oldest := unixNano(st.pendingTS.Swap(0))
+	st.sourceCommitted(newest)
+	if st.OnFlush != nil {
+		var latency time.Duration
+		if !oldest.IsZero() {
+			latency = time.Since(oldest)
+		}
+		st.OnFlush(rows, bytes, took, latency)
+	}
 }
 
 // Files the bridge wrote and then abandoned before any commit named them
@@ -71,6 +125,14 @@ type TableStatus struct {
 	// LastCompaction is when the bridge last installed a compaction of
 	// the table (zero: not since it started).
 	LastCompaction time.Time
+	// IndexKeys is the number of keys in a mirror's key index (0 for a
+	// changelog).
+	IndexKeys int64
+	// HotBytes and ColdBytes are the bytes of the table's live data files
+	// in its own location and in its cold location, as of the bridge's
+	// last tiering check; Tiered: the table has tiering on and was checked.
+	HotBytes, ColdBytes int64
+	Tiered              bool
 }
 
 // LiveFiles are the files of a table's current snapshot, their size, and
@@ -107,6 +169,12 @@ func (s *Sink) Status() []TableStatus {
 				ts := TableStatus{Table: t.name(), Watermark: t.watermark, Committed: t.committed, OutsideCommits: t.outside, Live: LiveFilesOf(t.tbl.CurrentSnapshot())}
 				if st.mirror != nil && t == st.mirror.icebergTable {
 					ts.LastCompaction = st.mirror.compact.last
+					if st.mirror.index != nil {
+						ts.IndexKeys = int64(st.mirror.index.Len())
+					}
+				}
+				if tr := &t.compact.tier; tr.checked.Load() {
+					ts.Tiered, ts.HotBytes, ts.ColdBytes = true, tr.hot.Load(), tr.cold.Load()
 				}
 				out = append(out, ts)
 			}

@@ -428,7 +428,11 @@ func pgRows(t *testing.T, conn *pgx.Conn, selectList, from string) []row {
 // arguments of pyiceberg_dump.py, e.g. --snapshot-id N).
 func pyicebergRows(t *testing.T, tg target, table string, extra ...string) []row {
 	t.Helper()
-	args := append([]string{"--catalog-uri", "sqlite:///" + mustAbs(t, tg.catalog), "--catalog-name", "pg2iceberg", "--table", table}, extra...)
+	uri := tg.catalog // a REST catalog as is, else the SQLite file
+	if !strings.HasPrefix(uri, "http://") && !strings.HasPrefix(uri, "https://") {
+		uri = "sqlite:///" + mustAbs(t, tg.catalog)
+	}
+	args := append([]string{"--catalog-uri", uri, "--catalog-name", "pg2iceberg", "--table", table}, extra...)
 	if tg.s3 != nil {
 		args = append(args, "--warehouse", tg.warehouse, "--s3-endpoint", tg.s3.Endpoint, "--s3-region", tg.s3.Region)
 	} else {

@@ -134,6 +134,29 @@ func TestReconnectStatusMetrics(t *testing.T) {
 	if n := metricValue(t, addr, "pg2iceberg_changes_total"); n != 200 {
 		t.Errorf("pg2iceberg_changes_total = %d, want 200", n)
 	}
+	// The dashboard's metrics, with their values: one lost connection, the
+	// key index holding every order, two flushes observed (at least: the
+	// copy's), no transaction waiting, and a freshness that is set.
+	for _, c := range []struct {
+		name string
+		want int64
+	}{
+		{`pg2iceberg_errors_total{kind="replication_connection"}`, 1},
+		{`pg2iceberg_key_index_keys{table="shop.orders"}`, int64(len(pgRows(t, conn, "id", ord)))},
+		{"pg2iceberg_replication_lag_seconds", 0},
+	} {
+		if n := metricValue(t, addr, c.name); n != c.want {
+			t.Errorf("%s = %d, want %d", c.name, n, c.want)
+		}
+	}
+	for _, m := range []string{"pg2iceberg_flush_duration_seconds_count", "pg2iceberg_commit_latency_seconds_bucket", "pg2iceberg_freshness_seconds", "process_resident_memory_bytes", "go_goroutines"} {
+		if !strings.Contains(string(body), m) {
+			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+	if n := metricValue(t, addr, "pg2iceberg_flush_duration_seconds_count"); n < 2 {
+		t.Errorf("pg2iceberg_flush_duration_seconds_count = %d, want at least the two updates' flushes", n)
+	}
 	acked := pglogrepl.LSN(metricValue(t, addr, "pg2iceberg_acknowledged_lsn"))
 	if confirmed := lsnOf(t, conn, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'pg2iceberg_shop_pub'"); acked != confirmed {
 		t.Errorf("pg2iceberg_acknowledged_lsn = %s, the slot's confirmed_flush_lsn %s", acked, confirmed)

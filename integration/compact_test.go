@@ -195,8 +195,8 @@ func checkCompactionMetrics(t *testing.T, addr string, installed int) {
 	for _, want := range []string{
 		fmt.Sprintf("pg2iceberg_compactions_total %d\n", installed),
 		"pg2iceberg_compaction_failures_total 0\n",
-		`pg2iceberg_table_live_files{table="public.items",content="data"} `,
-		`pg2iceberg_table_live_files{table="public.items__changelog",content="deletes"} 0`,
+		`pg2iceberg_table_live_files{content="data",table="public.items"} `,
+		`pg2iceberg_table_live_files{content="deletes",table="public.items__changelog"} 0`,
 		`pg2iceberg_table_last_compaction_timestamp_seconds{table="public.items"} `,
 	} {
 		if !strings.Contains(body, want) {

@@ -65,3 +65,40 @@ tables:
 		t.Errorf("the warehouse has Iceberg tables after a refused configuration (stat: %v)", err)
 	}
 }
+
+// A bridge configured by its file alone: source, publication, warehouse,
+// catalog and flush interval are settings of the file, a flag on the
+// command line wins over the file, and the file's rules apply.
+func TestConfigFileSettings(t *testing.T) {
+	t.Parallel()
+	pg, conn := startSource(t, `CREATE SCHEMA app;
+		CREATE TABLE app.users (id int PRIMARY KEY, email text, ssn text);
+		INSERT INTO app.users SELECT g, 'u' || g || '@example.com', 'ssn' || g FROM generate_series(1, 50) g;
+		CREATE PUBLICATION app_pub FOR TABLE app.users;`)
+	tg := localTarget(t)
+	cfg := filepath.Join(t.TempDir(), "pg2iceberg.yaml")
+	if err := os.WriteFile(cfg, []byte(`source: `+pg.SuperURL("postgres")+`
+publication: app_pub
+warehouse: `+tg.warehouse+`
+catalog: `+tg.catalog+`
+flush:
+  interval: 1h
+rules:
+  - column: app.users.ssn
+    to: exclude
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// --flush-interval 1s on the command line wins over the file's 1h:
+	// the slot is acknowledged only after a commit.
+	b := startBridge(t, nil, "run", "--config", cfg, "--flush-interval", "1s")
+	waitSlot(t, conn, "pg2iceberg_app_pub", b)
+	exec1(t, conn, `UPDATE app.users SET email = 'changed' WHERE id <= 10; DELETE FROM app.users WHERE id > 45`)
+	waitCaughtUp(t, conn, "pg2iceberg_app_pub", b)
+	b.stop(t)
+	got := icegoRows(t, tg, "app.users")
+	compareRows(t, "iceberg-go", "app.users", "id", got, pgRows(t, conn, "id::text AS id, email", "app.users"))
+	if _, ok := got[0]["ssn"]; ok {
+		t.Errorf("the file's rule excludes app.users.ssn, but the mirror has it")
+	}
+}

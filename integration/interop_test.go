@@ -190,15 +190,7 @@ func interopWorkload(t *testing.T, conn *pgx.Conn, slot string, b *bridge) map[s
 // readers are then proven on deletes from several snapshots.
 func checkDeletesFromSnapshots(t *testing.T, tg target) {
 	t.Helper()
-	tbl := icegoTable(t, tg, "shop.orders")
-	fsys, err := tbl.FS(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifests, err := tbl.CurrentSnapshot().Manifests(fsys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fsys, manifests := currentManifests(t, icegoTable(t, tg, "shop.orders"))
 	seqs := map[int64]bool{}
 	for _, m := range manifests {
 		for e, err := range m.Entries(fsys, true) {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,19 +77,6 @@ func registerInSQLite(t *testing.T, tg target, name string) target {
 		t.Fatal(err)
 	}
 	return lite
-}
-
-// labelled reads a counter or gauge with labels (as written, e.g.
-// `table="public.items"`) from /metrics at addr.
-func labelled(t *testing.T, addr, name, labels string) int64 {
-	t.Helper()
-	_, body := httpGet(t, "http://"+addr+"/metrics", "")
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name+"{"+labels+"}") + ` (\d+)$`).FindStringSubmatch(body)
-	if m == nil {
-		t.Fatalf("/metrics lacks %s{%s}:\n%s", name, labels, body)
-	}
-	n, _ := strconv.ParseInt(m[1], 10, 64)
-	return n
 }
 
 // outsideStep is one random insert, update or delete on items.
@@ -199,14 +185,14 @@ func TestOutsideSparkMaintenance(t *testing.T) {
 	compareMirror(t, conn, tg, spark, "at the end")
 	// rewrite_data_files and rewrite_position_delete_files committed one
 	// snapshot each; expire_snapshots none.
-	if n := labelled(t, addr, "pg2iceberg_outside_commits_total", `table="public.items"`); n != 2 {
+	if n := metricValue(t, addr, `pg2iceberg_outside_commits_total{table="public.items"}`); n != 2 {
 		t.Errorf("pg2iceberg_outside_commits_total{table=public.items} = %d, want 2", n)
 	}
 	live := liveCounts(t, tg, "public.items")
-	if n := labelled(t, addr, "pg2iceberg_table_live_files", `table="public.items",content="data"`); n != int64(live.data) {
+	if n := metricValue(t, addr, `pg2iceberg_table_live_files{content="data",table="public.items"}`); n != int64(live.data) {
 		t.Errorf("pg2iceberg_table_live_files{public.items, data} = %d, want %d", n, live.data)
 	}
-	if n := labelled(t, addr, "pg2iceberg_table_live_files", `table="public.items",content="deletes"`); n != int64(live.deletes) {
+	if n := metricValue(t, addr, `pg2iceberg_table_live_files{content="deletes",table="public.items"}`); n != int64(live.deletes) {
 		t.Errorf("pg2iceberg_table_live_files{public.items, deletes} = %d, want %d", n, live.deletes)
 	}
 	status, err := runOnce(t, append([]string{"status", "--source", pg.SuperURL("postgres"), "--publication", "out_pub"}, tg.args()...)...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -27,12 +28,16 @@ func metricValue(t *testing.T, addr, name string) int64 {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\d+)$`).FindSubmatch(body)
+	// The text format writes every value as a float: 1.2345678e+07.
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` ([-+.0-9e]+)$`).FindSubmatch(body)
 	if m == nil {
 		t.Fatalf("/metrics lacks %s:\n%s", name, body)
 	}
-	n, _ := strconv.ParseInt(string(m[1]), 10, 64)
-	return n
+	f, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil || f != math.Trunc(f) {
+		t.Fatalf("/metrics: %s is %s, not an integer", name, m[1])
+	}
+	return int64(f)
 }
 
 // pause stops the bridge process (SIGSTOP) so that it lags behind what is

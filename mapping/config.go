@@ -56,13 +56,21 @@ func (e *ConfigError) Err() error {
 	return e
 }
 
-// ReadConfig reads and checks the configuration file at path.
+// ReadConfig reads and checks the rules and tables of the configuration
+// file at path. Its other top-level keys are the command's settings, read
+// and checked by the command line (package main), not here.
 func ReadConfig(path string) (*Overrides, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read --config: %w", err)
 	}
-	o, err := parseConfig(path, data)
+	return ParseConfig(path, data)
+}
+
+// ParseConfig is ReadConfig of a file already read: data, named path in
+// messages.
+func ParseConfig(path string, data []byte) (*Overrides, error) {
+	o, err := parseConfig(path, data, true)
 	if err != nil {
 		return nil, err
 	}
@@ -74,18 +82,24 @@ func ReadConfig(path string) (*Overrides, error) {
 var (
 	topKeys   = []string{"rules", "tables"}
 	ruleKeys  = []string{"type", "column", "to", "lossy", "zone", "added_later"}
-	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention", "compaction", "properties"}
+	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention", "compaction", "properties", "partition", "tiering"}
 	// retentionKeys are a tables entry's retention block's.
 	retentionKeys = []string{"max_snapshot_age", "min_snapshots"}
 	boolKeys      = []string{"added_later", "enabled"}
 	// compactionKeys are those of a tables entry's compaction map.
 	compactionKeys = []string{"enabled", "min_input_files", "max_live_files", "max_delete_files", "delete_ratio", "target_file_size_bytes"}
 	mapKeys        = []string{"properties"} // a map of single values
+	// listKeys are a tables entry's lists of single values.
+	listKeys = []string{"partition"}
+	// tieringKeys are those of a tables entry's tiering map.
+	tieringKeys = []string{"column", "cold_after", "cold_location", "storage_class"}
 )
 
 // decodeConfig parses the file's YAML and checks its shape (which keys,
 // lists and single values go where) before decoding it into r.
-func decodeConfig(name string, data []byte, r *Overrides) *ConfigError {
+// With settings, top-level keys other than rules and tables are left to
+// the caller.
+func decodeConfig(name string, data []byte, r *Overrides, settings bool) *ConfigError {
 	e := &ConfigError{File: name}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -101,7 +115,9 @@ func decodeConfig(name string, data []byte, r *Overrides) *ConfigError {
 		e.Add(root.Line, "the file must be a map with the keys rules and tables, not %s", kindName(root))
 		return e
 	}
-	checkKeys(e, root, "the file", topKeys, false)
+	if !settings {
+		checkKeys(e, root, "the file", topKeys, false)
+	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		key, val := root.Content[i], root.Content[i+1]
 		what, keys := "rule", ruleKeys
@@ -168,8 +184,16 @@ func checkKeys(e *ConfigError, m *yaml.Node, where string, allowed []string, sca
 			checkKeys(e, val, where+": compaction", compactionKeys, true)
 			continue
 		}
+		if key.Value == "tiering" && val.Kind == yaml.MappingNode {
+			checkKeys(e, val, where+": tiering", tieringKeys, true)
+			continue
+		}
 		if slices.Contains(mapKeys, key.Value) {
 			checkScalarMap(e, val, where+": "+key.Value)
+			continue
+		}
+		if slices.Contains(listKeys, key.Value) {
+			checkScalarList(e, val, where+": "+key.Value)
 			continue
 		}
 		if val.Kind != yaml.ScalarNode {
@@ -180,6 +204,19 @@ func checkKeys(e *ConfigError, m *yaml.Node, where string, allowed []string, sca
 			if _, err := strconv.ParseBool(val.Value); err != nil {
 				e.Add(val.Line, "%s: %s is %q; use true or false", where, key.Value, val.Value)
 			}
+		}
+	}
+}
+
+// checkScalarList checks that l is a list of single values.
+func checkScalarList(e *ConfigError, l *yaml.Node, where string) {
+	if l.Kind != yaml.SequenceNode {
+		e.Add(l.Line, "%s must be a list of single values, e.g. [\"day(created_at)\", \"bucket(16, id)\"], not %s", where, kindName(l))
+		return
+	}
+	for _, v := range l.Content {
+		if v.Kind != yaml.ScalarNode {
+			e.Add(v.Line, "%s: each entry must be a single value, not %s", where, kindName(v))
 		}
 	}
 }

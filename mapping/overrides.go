@@ -70,10 +70,18 @@ type TablePolicies struct {
 	// Compaction overrides the table's compaction policy (its mirror's and
 	// changelog's pg2iceberg.compaction.* properties); nil: none.
 	Compaction *CompactionPolicy `yaml:"compaction"`
+	// Tiering overrides the table's hot/cold tiering policy (its Iceberg
+	// tables' pg2iceberg.tiering.* properties); nil: none.
+	Tiering *TieringPolicy `yaml:"tiering"`
 	// Properties are Iceberg table properties set on the table's Iceberg
 	// tables when the bridge creates them (write.parquet.compression-codec,
 	// ...); a table that exists keeps its own.
 	Properties map[string]string `yaml:"properties"`
+	// Partition is the mirror's partition spec, one field a line in
+	// Iceberg's transform syntax ("day(created_at)", "bucket(16, id)",
+	// "truncate(4, name)", "region" for identity). A change applies at
+	// the next start, as a new spec (see iceberg.ParsePartitionField).
+	Partition []string `yaml:"partition"`
 	// Line is the entry's line in the file.
 	Line int `yaml:"-"`
 }
@@ -95,6 +103,28 @@ type CompactionPolicy struct {
 	MaxDeleteFiles  int     `yaml:"max_delete_files"`
 	DeleteRatio     float64 `yaml:"delete_ratio"`
 	TargetFileBytes int64   `yaml:"target_file_size_bytes"`
+}
+
+// TieringPolicy is a tables entry's tiering: block. A zero field keeps
+// what the table's properties say.
+type TieringPolicy struct {
+	Column       string        `yaml:"column"`
+	ColdAfter    time.Duration `yaml:"cold_after"`
+	ColdLocation string        `yaml:"cold_location"`
+	StorageClass string        `yaml:"storage_class"`
+}
+
+// check adds the policy's problems to e.
+func (c *TieringPolicy) check(e *ConfigError, line int, where string) {
+	if c == nil {
+		return
+	}
+	if c.ColdAfter < 0 {
+		e.Add(line, "%s: tiering cold_after %s is negative; give a duration such as 720h", where, c.ColdAfter)
+	}
+	if l := c.ColdLocation; l != "" && !strings.HasPrefix(l, "s3://") && !strings.HasPrefix(l, "file://") && !strings.HasPrefix(l, "/") {
+		e.Add(line, "%s: tiering cold_location %q must be s3://bucket/prefix or an absolute directory", where, l)
+	}
 }
 
 // check adds the policy's problems to e.
@@ -163,11 +193,11 @@ var decimalRE = regexp.MustCompile(`^decimal\((\d+),\s*(\d+)\)$`)
 
 // ParseOverrides reads and checks a configuration file's rules: every
 // problem at once, as a *ConfigError.
-func ParseOverrides(data []byte) (*Overrides, error) { return parseConfig("", data) }
+func ParseOverrides(data []byte) (*Overrides, error) { return parseConfig("", data, false) }
 
-func parseConfig(name string, data []byte) (*Overrides, error) {
+func parseConfig(name string, data []byte, settings bool) (*Overrides, error) {
 	var r Overrides
-	e := decodeConfig(name, data, &r)
+	e := decodeConfig(name, data, &r, settings)
 	if err := e.Err(); err != nil {
 		return nil, err
 	}
@@ -225,6 +255,7 @@ func parseConfig(name string, data []byte) (*Overrides, error) {
 			e.Add(line, "%s: retention: min_snapshots %d is negative; give 1 or more", where, p.Retention.MinSnapshots)
 		}
 		p.Compaction.check(e, line, where)
+		p.Tiering.check(e, line, where)
 	}
 	if err := e.Err(); err != nil {
 		return nil, err

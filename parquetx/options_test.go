@@ -2,11 +2,9 @@ package parquetx
 
 import (
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
@@ -198,27 +196,6 @@ func BenchmarkKeyBloom(b *testing.B) {
 			for range b.N {
 				path := filepath.Join(b.TempDir(), "f.parquet")
 				writeRows(b, asc, path, opts, 200_000)
-				if st, err := os.Stat(path); err == nil {
-					b.ReportMetric(float64(st.Size())/200_000, "B/row")
-				}
-			}
-		})
-	}
-}
-
-// BenchmarkCodecs measures bytes and time per row of each codec on the
-// same rows (an int64 key, a repeating and a unique string).
-func BenchmarkCodecs(b *testing.B) {
-	asc := arrow.NewSchema([]arrow.Field{
-		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-		{Name: "email", Type: arrow.BinaryTypes.String, Nullable: true},
-		{Name: "kind", Type: arrow.BinaryTypes.String, Nullable: true},
-	}, nil)
-	for _, codec := range slices.Sorted(maps.Keys(codecs)) {
-		b.Run(codec, func(b *testing.B) {
-			for range b.N {
-				path := filepath.Join(b.TempDir(), "f.parquet")
-				writeRows(b, asc, path, Options{Codec: codec}, 200_000)
 				if st, err := os.Stat(path); err == nil {
 					b.ReportMetric(float64(st.Size())/200_000, "B/row")
 				}

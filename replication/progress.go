@@ -20,7 +20,12 @@ type Progress struct {
 	phase      atomic.Pointer[phaseState] // nil: starting
 	lastStatus atomic.Int64               // unix nanoseconds of the last standby status sent
 	attn       attention                  // tables that need a human
+	reconnects atomic.Int64               // replication connections lost and opened again
 }
+
+// Reconnects counts the replication connections lost (each followed by a
+// reconnect).
+func (p *Progress) Reconnects() int64 { return p.reconnects.Load() }
 
 // DDLIgnored counts the DDL events ignored: unsigned, badly signed or
 // malformed.
@@ -84,6 +89,9 @@ type phaseState struct {
 // error of a lost connection, the tables being copied).
 func (p *Progress) SetPhase(ph Phase, note string) {
 	p.phase.Store(&phaseState{phase: ph, since: time.Now(), note: note})
+	if ph == PhaseReconnecting {
+		p.reconnects.Add(1)
+	}
 	if ph == PhaseStreaming {
 		p.lastStatus.Store(time.Now().UnixNano())
 	}

@@ -10,6 +10,10 @@
 #     pyspark (Maven Central), for the interop suite's Spark SQL reader. The
 #     jar is kept in $PG2ICEBERG_CACHE_DIR (default ~/.cache/pg2iceberg)/jars,
 #     linked as iceberg-spark-runtime.jar.
+#   - Apache Iceberg's REST catalog server from its test fixtures
+#     (org.apache.iceberg:iceberg-open-api:1.10.1:test-fixtures) with its
+#     runtime classpath (scripts/rest-fixture/pom.xml), in
+#     $PG2ICEBERG_CACHE_DIR/jars/rest-fixture, for the REST write-target tests
 #   - docker-compose (Debian's 1.29), which scripts/check-compose.sh uses to
 #     validate docker-compose.yml; no Docker engine is needed or installed
 set -euo pipefail
@@ -265,6 +269,24 @@ fetch_jar() {
 }
 fetch_jar "$POSTGRES_JDBC" postgresql-jdbc.jar
 
+# The REST fixture server's classpath: resolved once; the marker holds the
+# pom's checksum, so a changed pom resolves again.
+REST_FIXTURE_POM="$(cd "$(dirname "$0")" && pwd)/rest-fixture/pom.xml"
+REST_FIXTURE_DIR="$JAR_DIR/rest-fixture"
+REST_FIXTURE_SUM=$(sha256sum "$REST_FIXTURE_POM" | cut -d' ' -f1)
+if [ "$(cat "$REST_FIXTURE_DIR/.resolved" 2>/dev/null)" = "$REST_FIXTURE_SUM" ]; then
+	say "iceberg REST fixture server found in $REST_FIXTURE_DIR"
+else
+	say "fetching the iceberg REST fixture server and its classpath from Maven Central into $REST_FIXTURE_DIR"
+	rm -rf "$REST_FIXTURE_DIR"
+	mkdir -p "$REST_FIXTURE_DIR"
+	mvn -q -B -Dstyle.color=never --strict-checksums -f "$REST_FIXTURE_POM" "$MAVEN_DEPENDENCY_PLUGIN:copy-dependencies" \
+		-DincludeScope=runtime -DoutputDirectory="$REST_FIXTURE_DIR" ||
+		die "maven could not resolve $REST_FIXTURE_POM (see above): check that Maven Central is reachable"
+	[ -s "$REST_FIXTURE_DIR/iceberg-open-api-1.10.1-test-fixtures.jar" ] || die "maven finished but the REST fixture jar is missing from $REST_FIXTURE_DIR"
+	echo "$REST_FIXTURE_SUM" >"$REST_FIXTURE_DIR/.resolved"
+fi
+
 # ---------------------------------------------------------- docker-compose
 # scripts/check-compose.sh validates docker-compose.yml with it (no engine
 # needed): Debian's docker-compose 1.29, unless Compose v2 is there.
@@ -287,6 +309,7 @@ echo "  java:       $JAVA_VERSION"
 echo "  compose:    $COMPOSE_VERSION (validates docker-compose.yml only)"
 echo "  spark jar:  $JAR_DIR/iceberg-spark-runtime.jar -> $(basename "$JAR")"
 echo "  jdbc jar:   $JAR_DIR/postgresql-jdbc.jar -> $(readlink "$JAR_DIR/postgresql-jdbc.jar")"
+echo "  rest fixture: $REST_FIXTURE_DIR ($(ls "$REST_FIXTURE_DIR"/*.jar | wc -l) jars)"
 echo "  python:     ${PYV[python]}"
 for name in pyiceberg pyarrow sqlalchemy duckdb duckdb-ext-iceberg pytz pyspark; do
 	v=${PYV[$name]:--}

@@ -37,6 +37,10 @@ type OrphanOptions struct {
 	Keep []string
 	// DryRun finds the orphans and removes nothing.
 	DryRun bool
+	// Roots are locations outside the table's that hold its files and
+	// only its files (a tiered table's cold root, see TierConfig.ColdRoot):
+	// their unreferenced files are orphans too.
+	Roots []string
 }
 
 // Orphans is what RemoveOrphans found and removed.
@@ -48,12 +52,33 @@ type Orphans struct {
 	Paths        []string // the files found, sorted
 }
 
+// planOrphans returns the unreferenced files under tbl's location and
+// opts.Roots (a root not there yet has none).
+func planOrphans(ctx context.Context, tbl *table.Table, opts OrphanOptions) ([]table.OrphanFile, error) {
+	var found []table.OrphanFile
+	for i := -1; i < len(opts.Roots); i++ {
+		o := []table.OrphanCleanupOption{table.WithFilesOlderThan(opts.OlderThan)}
+		if i >= 0 {
+			o = append(o, table.WithLocation(opts.Roots[i]))
+		}
+		plan, err := tbl.PlanOrphanFiles(ctx, o...)
+		if i >= 0 && errors.Is(err, fs.ErrNotExist) {
+			continue // no file moved there yet
+		}
+		if err != nil {
+			return nil, err
+		}
+		found = append(found, plan.OrphanFiles()...)
+	}
+	return found, nil
+}
+
 // RemoveOrphans finds and (unless opts.DryRun) deletes tbl's orphan files.
 // A file already gone counts as removed; files that cannot be deleted are
 // named in the error, the others are deleted all the same.
 func RemoveOrphans(ctx context.Context, tbl *table.Table, opts OrphanOptions) (Orphans, error) {
 	name := strings.Join(tbl.Identifier(), ".")
-	plan, err := tbl.PlanOrphanFiles(ctx, table.WithFilesOlderThan(opts.OlderThan))
+	found, err := planOrphans(ctx, tbl, opts)
 	if err != nil {
 		return Orphans{}, fmt.Errorf("find orphan files of %s: %w", name, err)
 	}
@@ -64,7 +89,7 @@ func RemoveOrphans(ctx context.Context, tbl *table.Table, opts OrphanOptions) (O
 	}
 	var out Orphans
 	var files []table.OrphanFile
-	for _, f := range plan.OrphanFiles() {
+	for _, f := range found {
 		if keep[f.Path] || keep[strings.TrimPrefix(f.Path, "file://")] || keep["file://"+f.Path] {
 			continue
 		}

@@ -1,6 +1,8 @@
 package rest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +26,9 @@ var endpoints = []string{
 	"HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
 	"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
 	"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+	"GET /v1/{prefix}/namespaces/{namespace}/views",
+	"GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
+	"HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
 }
 
 type configResponse struct {
@@ -180,6 +185,14 @@ func (s *Server) loadTable(w http.ResponseWriter, r *http.Request, ident table.I
 		s.fail(w, r, fmt.Errorf("load table %s: %w", strings.Join(ident, "."), err))
 		return
 	}
+	// A metadata file is never rewritten, so its location (with the
+	// snapshots mode) names the response: a client holding it gets 304.
+	etag := tableETag(tbl.MetadataLocation(), r.URL.Query().Get("snapshots"))
+	w.Header().Set("ETag", etag)
+	if etagMatch(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
 	// The metadata as iceberg-go writes it: the same JSON as the file at
 	// metadata-location, without reading that file a second time; with
 	// snapshots=refs, only the snapshots a branch or tag points at.
@@ -204,6 +217,28 @@ func (s *Server) loadTable(w http.ResponseWriter, r *http.Request, ident table.I
 		Config:             cfg,
 		StorageCredentials: s.credentials(tbl.Location()),
 	})
+}
+
+// tableETag is the strong entity tag of a loadTable response.
+func tableETag(metadataLocation, snapshots string) string {
+	if snapshots == "" {
+		snapshots = "all"
+	}
+	sum := sha256.Sum256([]byte(metadataLocation + "\x00" + snapshots))
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
+}
+
+// etagMatch reports whether an If-None-Match header names etag (or is *).
+// Weak tags compare equal to strong ones here (RFC 9110's weak comparison,
+// which If-None-Match uses).
+func etagMatch(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
 }
 
 // credentials are the vended storage credentials for a table at location,

@@ -34,6 +34,18 @@ type Config struct {
 	// Token, when not empty, must come with every request as
 	// "Authorization: Bearer <Token>".
 	Token string
+	// ClientID and ClientSecret, when set, let clients that only speak
+	// OAuth2 trade them for a token at POST /v1/oauth/tokens (the
+	// client-credentials grant, scope ReadScope); every other request then
+	// needs that token or Token. TokenTTL is how long an issued token is
+	// valid (default DefaultTokenTTL).
+	ClientID     string
+	ClientSecret string
+	TokenTTL     time.Duration
+	// Mount is the path the API is served under, e.g. /v1/iceberg: clients
+	// then use http://host:port/v1/iceberg as the catalog URI and call
+	// /v1/iceberg/v1/config. Default: the root.
+	Mount string
 	// TableConfig is the config of every loaded table: the storage settings
 	// a client needs to read the files with its own credentials (see
 	// StorageConfig). It must not hold secrets.
@@ -65,6 +77,19 @@ func (c Config) Validate() error {
 	if strings.Contains(c.Prefix, "/") || reserved[c.Prefix] {
 		errs = append(errs, fmt.Errorf("catalog prefix %q: use one path segment that is not one of config, oauth, namespaces, tables, transactions, views", c.Prefix))
 	}
+	if c.Mount != "" && (!strings.HasPrefix(c.Mount, "/") || strings.HasSuffix(c.Mount, "/") || strings.Contains(c.Mount, "//") ||
+		strings.Contains(c.Mount, "/../") || strings.HasSuffix(c.Mount, "/..") || strings.ContainsAny(c.Mount, "?#% ")) {
+		errs = append(errs, fmt.Errorf("catalog mount %q: give a path such as /v1/iceberg: starting with /, without a trailing /, .. or escapes", c.Mount))
+	}
+	if (c.ClientID == "") != (c.ClientSecret == "") {
+		errs = append(errs, errors.New("catalog OAuth2 clients need both a client id and a client secret"))
+	}
+	if strings.ContainsAny(c.ClientSecret, " \t\r\n") || strings.ContainsAny(c.ClientID, " \t\r\n:") {
+		errs = append(errs, errors.New("catalog client id or secret contains white space (or the id a colon): use one without"))
+	}
+	if c.TokenTTL < 0 || (c.TokenTTL > 0 && c.TokenTTL < time.Second) {
+		errs = append(errs, fmt.Errorf("catalog token lifetime %s: give one second or more", c.TokenTTL))
+	}
 	if strings.ContainsAny(c.Token, " \t\r\n") {
 		errs = append(errs, errors.New("catalog token contains white space: use a token without spaces or line breaks"))
 	}
@@ -78,9 +103,10 @@ func (c Config) Validate() error {
 
 // Server answers the read-only Iceberg REST catalog API over a catalog.
 type Server struct {
-	cat catalog.Catalog
-	cfg Config
-	log *slog.Logger
+	cat    catalog.Catalog
+	cfg    Config
+	issuer *issuer // nil: no token endpoint
+	log    *slog.Logger
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -93,7 +119,16 @@ func New(cat catalog.Catalog, cfg Config, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cat: cat, cfg: cfg.withDefaults(), log: log}, nil
+	cfg = cfg.withDefaults()
+	var iss *issuer
+	if cfg.ClientID != "" {
+		ttl := cfg.TokenTTL
+		if ttl == 0 {
+			ttl = DefaultTokenTTL
+		}
+		iss = &issuer{id: cfg.ClientID, secret: cfg.ClientSecret, ttl: ttl, now: time.Now, tokens: map[string]time.Time{}}
+	}
+	return &Server{cat: cat, cfg: cfg, issuer: iss, log: log}, nil
 }
 
 // statusWriter remembers the status code for the request log.
@@ -125,14 +160,11 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		s.log.Debug("catalog request", "method", r.Method, "path", r.URL.Path, "status", w.status,
 			"duration", time.Since(start), "remote", r.RemoteAddr)
 	}()
-	segs, ok := splitPath(r.URL)
+	segs, ok := splitPath(r.URL, s.cfg.Mount)
 	if ok && len(segs) == 2 && segs[0] == "oauth" && segs[1] == "tokens" {
-		// Clients configured with client credentials ask here first; the
-		// answer is the same with or without a token, so it leaks nothing.
-		writeJSON(w, http.StatusBadRequest, map[string]string{
-			"error":             "unsupported_grant_type",
-			"error_description": "pg2iceberg does not issue tokens: configure the client with the bearer token itself (token=...)",
-		})
+		// Clients configured with client credentials ask here first,
+		// without a token.
+		s.serveToken(w, r)
 		return
 	}
 	if !s.authorized(r) {
@@ -142,7 +174,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok {
-		writeError(w, http.StatusNotFound, "NotFoundException", fmt.Sprintf("no route for %s %s: the Iceberg REST catalog API is under /v1/", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, "NotFoundException", fmt.Sprintf("no route for %s %s: the Iceberg REST catalog API is under %s/v1/", r.Method, r.URL.Path, s.cfg.Mount))
 		return
 	}
 	switch r.Method {
@@ -166,22 +198,31 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) authorized(r *http.Request) bool {
-	if s.cfg.Token == "" {
+	if s.cfg.Token == "" && s.issuer == nil {
 		return true
 	}
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.cfg.Token)) == 1
+	token = strings.TrimSpace(token)
+	if s.cfg.Token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.Token)) == 1 {
+		return true
+	}
+	return s.issuer != nil && s.issuer.accepts(token)
 }
 
-// splitPath returns the unescaped path segments after /v1/. Segments are
-// split before unescaping, so a name may contain an escaped "/".
-func splitPath(u *url.URL) ([]string, bool) {
+// splitPath returns the unescaped path segments after mount and /v1/.
+// Segments are split before unescaping, so a name may contain an escaped
+// "/".
+func splitPath(u *url.URL, mount string) ([]string, bool) {
 	p := u.EscapedPath()
 	for strings.HasPrefix(p, "//") {
 		p = p[1:]
+	}
+	p, ok := strings.CutPrefix(p, mount)
+	if !ok {
+		return nil, false
 	}
 	rest, ok := strings.CutPrefix(p, "/v1/")
 	if !ok {

@@ -40,7 +40,8 @@ UNIT_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description="dump an iceberg table as canonical json rows")
-    p.add_argument("--catalog-uri", required=True, help="sqlalchemy uri, e.g. sqlite:////abs/catalog.db")
+    p.add_argument("--catalog-uri", required=True,
+                   help="sqlalchemy uri, e.g. sqlite:////abs/catalog.db, or http(s)://... for a REST catalog")
     p.add_argument("--catalog-name", default="pg2iceberg")
     p.add_argument("--warehouse", required=True, help="file:///... or s3://bucket/prefix")
     p.add_argument("--table", required=True, help="namespace.table")
@@ -86,11 +87,17 @@ def load_table(args):
             raise DumpError(f"catalog database {path} does not exist: check --catalog-uri "
                             "(an absolute path needs four slashes: sqlite:////abs/path.db)")
     try:
+        from pyiceberg.catalog.rest import RestCatalog
         from pyiceberg.catalog.sql import SqlCatalog
         from pyiceberg.exceptions import NoSuchTableError
     except ImportError as e:
         raise DumpError(f"pyiceberg is not installed ({e}): run scripts/setup.sh") from e
-    catalog = SqlCatalog(args.catalog_name, **catalog_properties(args))
+    if args.catalog_uri.startswith(("http://", "https://")):
+        props = catalog_properties(args)
+        del props["init_catalog_tables"]
+        catalog = RestCatalog(args.catalog_name, **props)
+    else:
+        catalog = SqlCatalog(args.catalog_name, **catalog_properties(args))
     try:
         return catalog.load_table(args.table)
     except NoSuchTableError as e:
