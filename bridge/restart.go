@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -18,12 +19,13 @@ import (
 // committed (nothing of it was acknowledged), the connections are opened
 // again with backoff, and a new sink resumes from what is durable. A
 // connection lost between transactions is cheaper: stream commits what
-// arrived and resumes with the same sink.
+// arrived and resumes with the same sink. A slot invalidated meanwhile is
+// copied again the same way, when --on-slot-lost=recopy says so.
 func (b *bridge) serve(ctx context.Context, cat catalog.Catalog, sys replication.System, rels []*decode.Relation, held []*replication.UnmirrorableError) error {
 	backoff := time.Second
 	for {
 		err := b.attempt(ctx, cat, sys, rels, held)
-		if err == nil || ctx.Err() != nil || !replication.ConnLost(err) {
+		if err == nil || ctx.Err() != nil || !(replication.ConnLost(err) || b.recopyLostSlot(err)) {
 			return err
 		}
 		b.log.Warn("connection lost; restarting from the durable position", "error", err,
@@ -46,6 +48,14 @@ func (b *bridge) serve(ctx context.Context, cat catalog.Catalog, sys replication
 			return err
 		}
 	}
+}
+
+// recopyLostSlot reports whether err is the slot invalidated while the
+// bridge ran and --on-slot-lost=recopy is set: the next attempt finds it
+// lost, drops it and copies every table again (see slotLost).
+func (b *bridge) recopyLostSlot(err error) bool {
+	var lost *replication.SlotLostError
+	return errors.As(err, &lost) && b.cfg.RecopySlotLost
 }
 
 // reopen opens the replication connection and the SQL session again, with
