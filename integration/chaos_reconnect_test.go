@@ -91,12 +91,16 @@ func (r *reconnectRun) waitReceivedPast(t *testing.T, lsn pglogrepl.LSN) {
 }
 
 // finish waits until everything is committed, requires the same process
-// to have survived (with want in its log), stops it and checks the tables.
-func (r *reconnectRun) finish(t *testing.T, want ...string) {
+// to have survived lost connections (lost of them counted by /metrics
+// when known, with want in its log), stops it and checks the tables.
+func (r *reconnectRun) finish(t *testing.T, lost int64, want ...string) {
 	t.Helper()
 	waitCaughtUp(t, r.conn, reconnectSlot, r.b)
 	if pid := r.b.cmd.Process.Pid; !r.b.running() || pid != r.pid {
 		t.Fatalf("bridge pid %d running=%v, want pid %d still running", pid, r.b.running(), r.pid)
+	}
+	if lost > 0 {
+		r.checkLost(t, lost)
 	}
 	for _, w := range want {
 		if !strings.Contains(r.b.log(), w) {
@@ -107,6 +111,15 @@ func (r *reconnectRun) finish(t *testing.T, want ...string) {
 	for _, table := range []string{"a", "b"} {
 		compareRows(t, "iceberg-go", table, "id", icegoRows(t, r.tg, "public."+table), pgRows(t, r.conn, "id::text AS id, v", table))
 		checkChangelogExact(t, r.tg, "public."+table, r.changes[table])
+	}
+}
+
+// checkLost requires /metrics to count n lost connections survived.
+func (r *reconnectRun) checkLost(t *testing.T, n int64) {
+	t.Helper()
+	const lost = `pg2iceberg_errors_total{kind="replication_connection"}`
+	if got := metricValue(t, r.addr, lost); got != n {
+		t.Errorf("%s = %d, want %d (the lost connections survived)", lost, got, n)
 	}
 }
 
@@ -173,7 +186,7 @@ func TestReconnectInsideTransaction(t *testing.T) {
 	r.terminate(t, "the walsender inside the transaction", walsenderPids)
 	exec1(t, r.conn, `UPDATE a SET v = 'after' WHERE id <= 5`)
 	r.changes["a"] += 5
-	r.finish(t, restarted, "in_transaction=true")
+	r.finish(t, 1, restarted, "in_transaction=true")
 }
 
 // (b) The walsender is terminated inside a streamed transaction (protocol
@@ -189,7 +202,7 @@ func TestReconnectInsideStreamedTransaction(t *testing.T) {
 		r.terminate(t, "the walsender inside a streamed transaction", walsenderPids)
 		r.changes["b"] += txExec(t, tx, `UPDATE b SET v = 'after the terminate' WHERE id <= 1000`)
 	})
-	r.finish(t, "replication connection lost")
+	r.finish(t, 1, "replication connection lost")
 }
 
 // (c) The copy's connections are terminated during the initial copy: the
@@ -215,7 +228,7 @@ func TestReconnectDuringCopy(t *testing.T) {
 	waitSlot(t, conn, reconnectSlot, r.b)
 	exec1(t, conn, `UPDATE b SET v = 'after' WHERE id <= 10`)
 	r.changes["b"] += 10
-	r.finish(t, restarted, "copy started")
+	r.finish(t, 1, restarted, "copy started")
 }
 
 // (d) The SQL session is terminated between transactions: the next
@@ -239,6 +252,7 @@ func TestReconnectSQLSession(t *testing.T) {
 	if pid := r.b.cmd.Process.Pid; !r.b.running() || pid != r.pid {
 		t.Fatalf("bridge pid %d running=%v, want pid %d still running", pid, r.b.running(), r.pid)
 	}
+	r.checkLost(t, 1)
 	for _, w := range []string{"SQL connection lost too; reopening it", "copying the table again"} {
 		if !strings.Contains(r.b.log(), w) {
 			t.Errorf("log lacks %q:\n%s", w, tail(r.b.log(), 30))
@@ -307,7 +321,11 @@ func TestServerRestartUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.changes["b"] = 2 * committed
-	r.finish(t, "SQL connection lost too; reopening it")
+	const lostConns = `pg2iceberg_errors_total{kind="replication_connection"}`
+	if n := metricValue(t, r.addr, lostConns); n < 2 {
+		t.Errorf("%s = %d, want at least one per restart", lostConns, n)
+	}
+	r.finish(t, 0, "SQL connection lost too; reopening it")
 }
 
 // waitFlushes waits until the bridge has committed n more flushes.
