@@ -15,7 +15,7 @@ func runCommand() *cli.Command {
 		Flags: flags(sourceFlags, []cli.Flag{
 			flagServeCatalog,
 			flagFlushInterval, flagFlushRows, flagFlushBytes, flagMemoryLimit, flagNoChangelog, flagSpoolDir, flagKeyIndexMemory, flagKeyIndexDir,
-			flagBackfill, flagCopyWorkers, flagMetricsAddr, flagOnStaleTable, flagRetentionAge, flagRetentionKeep,
+			flagBackfill, flagCopyWorkers, flagMetricsAddr, flagOnStaleTable, flagOnSlotLost, flagRetentionAge, flagRetentionKeep,
 		}, catalogServerFlags),
 		Action: runCmd,
 	}

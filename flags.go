@@ -95,6 +95,8 @@ var (
 	flagMetricsAddr   = &cli.StringFlag{Name: "metrics-addr", EnvVars: env("metrics-addr"), Usage: "serve Prometheus metrics at /metrics, progress as JSON at /status and a health check at /healthz, e.g. 127.0.0.1:9187"}
 	flagOnStaleTable  = &cli.StringFlag{Name: "on-stale-table", EnvVars: env("on-stale-table"), Value: "fail",
 		Usage: "a table whose catalog entry is behind commits the slot confirmed (a catalog restored from an older copy): fail (say what to run), or recopy (copy the table again; its changelog then lacks the changes in between)"}
+	flagOnSlotLost = &cli.StringFlag{Name: "on-slot-lost", EnvVars: env("on-slot-lost"), Value: "fail",
+		Usage: "a slot the server invalidated (wal_status lost: max_slot_wal_keep_size removed WAL it needed): fail (say what to do), or recopy (drop and create the slot, copy every table again; changelogs then lack the changes in between)"}
 )
 
 // The REST catalog server's (serve, and run --serve-catalog).

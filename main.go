@@ -198,6 +198,9 @@ func runConfig(c *cli.Context, rules *mapping.Overrides, log *slog.Logger) (brid
 	if cfg.RecopyStale, err = oneOf(c, flagOnStaleTable, "fail", "recopy"); err != nil {
 		return cfg, err
 	}
+	if cfg.RecopySlotLost, err = oneOf(c, flagOnSlotLost, "fail", "recopy"); err != nil {
+		return cfg, err
+	}
 	if addr := c.String(flagServeCatalog.Name); addr != "" {
 		cs, err := catalogServerConfig(c, addr, true, log)
 		if err != nil {

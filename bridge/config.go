@@ -54,6 +54,10 @@ type Config struct {
 	// the slot confirmed (a catalog restored from an older copy) instead
 	// of stopping the start with what to run (see staleTables).
 	RecopyStale bool
+	// RecopySlotLost drops a slot the server invalidated (see
+	// replication.SlotInfo.Lost), creates it again and copies every table
+	// again, instead of stopping the start with what to do.
+	RecopySlotLost bool
 
 	// MetricsAddr, when set, serves /metrics, /status and /healthz there.
 	MetricsAddr string

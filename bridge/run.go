@@ -35,10 +35,10 @@ type bridge struct {
 	g        *errgroup.Group       // every goroutine the run starts
 	progress *replication.Progress // the stream's position and the run's phase
 	copies   *copyProgress         // every copy's progress, for /metrics and /status
-	stats    *iceberg.Stats        // the sink's counters, for /metrics and /status
+	stats    *iceberg.Stats        // every sink's counters, for /metrics and /status
 	src      *replication.Source   // the SQL session, holding the lease
 	repl     *pgconn.PgConn        // the replication connection, replaced by a reconnect
-	sink     *iceberg.Sink
+	sink     *iceberg.Sink         // replaced after a connection lost inside a transaction
 }
 
 func newBridge(cfg Config, g *errgroup.Group) *bridge {
@@ -52,7 +52,7 @@ var errStopped = errors.New("stopped during a copy")
 // Run is the bridge's whole life: it checks the warehouse, connects and
 // takes the lease, runs the preflight, opens the catalog and the tables,
 // checks them against the slot, copies what needs a copy, then streams
-// until ctx is done, surviving a lost connection between transactions,
+// until ctx is done, surviving a lost connection at any point (see serve),
 // and at the end commits what is pending, acknowledges it and saves the
 // key indexes. Every goroutine it starts (the stream's, the metrics and
 // catalog servers') belongs to one errgroup, joined before it returns.
@@ -91,10 +91,9 @@ func (b *bridge) run(ctx context.Context) error {
 		return err
 	}
 	defer release()
-	_, noSlot := replication.LookupSlot(ctx, src.Conn(), b.cfg.Slot)
-	rels, held, err := replication.PreflightStart(ctx, src.Conn(), b.cfg.Publication, b.cfg.Rules, noSlot == nil, b.log)
+	rels, held, err := b.preflight(ctx)
 	if err != nil {
-		return fmt.Errorf("preflight failed:\n%w", err)
+		return err
 	}
 	if b.repl, err = replication.ConnectReplication(ctx, b.cfg.Source); err != nil {
 		return err
@@ -116,13 +115,30 @@ func (b *bridge) run(ctx context.Context) error {
 		}
 		defer stop()
 	}
+	return b.serve(ctx, cat, sys, rels, held)
+}
+
+// preflight checks the publication's tables (see PreflightStart): the
+// tables to mirror, and those held because they cannot be mirrored.
+func (b *bridge) preflight(ctx context.Context) ([]*decode.Relation, []*replication.UnmirrorableError, error) {
+	_, noSlot := replication.LookupSlot(ctx, b.src.Conn(), b.cfg.Slot)
+	rels, held, err := replication.PreflightStart(ctx, b.src.Conn(), b.cfg.Publication, b.cfg.Rules, noSlot == nil, b.log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("preflight failed:\n%w", err)
+	}
+	return rels, held, nil
+}
+
+// attempt opens the tables in a new sink, copies what needs a copy and
+// streams until ctx is done, then commits what is pending (see shutdown).
+func (b *bridge) attempt(ctx context.Context, cat catalog.Catalog, sys replication.System, rels []*decode.Relation, held []*replication.UnmirrorableError) error {
 	b.sink = iceberg.NewSink(cat, iceberg.Config{
 		Source:        b.sourceID(sys),
 		NoChangelog:   b.cfg.NoChangelog,
 		FlushRows:     b.cfg.FlushRows,
 		FlushBytes:    b.cfg.FlushBytes,
 		FlushInterval: b.cfg.FlushInterval,
-		Columns:       src,
+		Columns:       b.src,
 		Rules:         b.cfg.Rules,
 		Retention:     b.cfg.Retention,
 		Stats:         b.stats,

@@ -26,6 +26,9 @@ func (b *bridge) prepare(ctx context.Context, rels []*decode.Relation) (decode.L
 	if info.Plugin != "pgoutput" {
 		return 0, fmt.Errorf("slot %q uses plugin %q, not pgoutput: choose another --slot", b.cfg.Slot, info.Plugin)
 	}
+	if info.Lost() {
+		return b.slotLost(ctx, rels, info)
+	}
 	// The stream resumes at the slot's confirmed position.
 	return info.ConfirmedFlush, b.catchUp(ctx, rels, info.ConfirmedFlush)
 }
@@ -67,6 +70,24 @@ func (b *bridge) catchUp(ctx context.Context, rels []*decode.Relation, confirmed
 		}
 	}
 	return nil
+}
+
+// slotLost handles a slot the server invalidated: the changes after its
+// confirmed position are gone from the WAL, so streaming on would lose
+// them. It stops the start with what to do, or with RecopySlotLost drops
+// the slot and creates it again, copying every table in its snapshot
+// (each mirror's rows are replaced; the changelogs lack the changes in
+// between).
+func (b *bridge) slotLost(ctx context.Context, rels []*decode.Relation, info replication.SlotInfo) (decode.LSN, error) {
+	if !b.cfg.RecopySlotLost {
+		return 0, &replication.SlotLostError{Slot: b.cfg.Slot, Reason: info.LostReason(), From: info.ConfirmedFlush}
+	}
+	b.log.Warn("slot invalidated by the server: dropping it and copying every table again (--on-slot-lost=recopy); the changelogs lack the changes in between",
+		"slot", b.cfg.Slot, "reason", info.LostReason(), "confirmed_flush_lsn", info.ConfirmedFlush, "tables", len(rels))
+	if err := replication.DropSlot(ctx, b.src.Conn(), b.cfg.Slot); err != nil {
+		return 0, err
+	}
+	return b.createSlot(ctx, rels)
 }
 
 // createSlot creates the slot and copies every table in its exported

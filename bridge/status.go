@@ -38,6 +38,10 @@ func Status(ctx context.Context, cfg Config, w io.Writer) error {
 		fmt.Fprintf(w, "slot %s: does not exist (the bridge has not started)\n", slot)
 	case err != nil:
 		return err
+	case info.Lost():
+		fmt.Fprintf(w, "slot %s: LOST, invalidated by the server (%s) at or after confirmed_flush_lsn %s: the changes since are gone; "+
+			"run the bridge with --on-slot-lost=recopy to drop it, create it again and copy every table again, and raise max_slot_wal_keep_size\n",
+			slot, info.LostReason(), info.ConfirmedFlush)
 	default:
 		fmt.Fprintf(w, "slot %s: confirmed_flush_lsn %s, current WAL %s, lag %d bytes, active %t\n",
 			slot, info.ConfirmedFlush, info.CurrentWAL, info.LagBytes(), info.Active)

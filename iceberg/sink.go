@@ -48,7 +48,8 @@ type Config struct {
 	// own in Rules (its zero value: each table's properties decide).
 	Retention tiering.Retention
 	// Stats receives the sink's counters (nil: counters of its own), so
-	// that a metrics server started before the sink reads them.
+	// that a metrics server started before the sink reads them, and a
+	// sink that replaces a discarded one (see Discard) goes on with them.
 	Stats *Stats
 	// KeyIndex bounds the memory of each mirror's key index (its zero
 	// value: all in memory).

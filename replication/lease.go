@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -166,6 +167,11 @@ func startError(slot string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "55006" {
 		return fmt.Errorf("start replication on slot %q: another process streams it (the server says: %s): stop it (another bridge, pg_recvlogical), or give this bridge its own --slot", slot, pgErr.Message)
+	}
+	if errors.As(err, &pgErr) && pgErr.Code == "55000" && (strings.Contains(pgErr.Message, "can no longer get changes") || strings.Contains(pgErr.Message, "cannot read from logical replication slot")) {
+		// Invalidated (see SlotInfo.Lost) while the bridge ran: the words
+		// of PostgreSQL 16 and later, and of 13 to 15.
+		return &SlotLostError{Slot: slot, Reason: "the server says: " + pgErr.Message}
 	}
 	return fmt.Errorf("start replication on slot %q: %w", slot, err)
 }

@@ -34,6 +34,43 @@ type SlotInfo struct {
 	Active         bool
 	ConfirmedFlush decode.LSN
 	CurrentWAL     decode.LSN
+	// WALStatus is pg_replication_slots.wal_status ("lost": the server
+	// removed WAL the slot needs), and Invalidation its
+	// invalidation_reason (PostgreSQL 17 and later; "" before).
+	WALStatus    string
+	Invalidation string
+}
+
+// Lost reports whether the server invalidated the slot: the WAL it needs
+// is gone (max_slot_wal_keep_size, or a reason of PostgreSQL 17), so no
+// change after its confirmed position can be streamed from it again.
+func (s SlotInfo) Lost() bool { return s.WALStatus == "lost" || s.Invalidation != "" }
+
+// LostReason says why the slot was invalidated, for errors and status.
+func (s SlotInfo) LostReason() string {
+	if s.Invalidation != "" {
+		return "invalidation_reason " + s.Invalidation
+	}
+	return "wal_status lost: the WAL it needs was removed (max_slot_wal_keep_size)"
+}
+
+// SlotLostError is a slot the server invalidated, found at the start
+// (SlotInfo.Lost) or when the stream starts on it: streaming on would
+// lose the changes since its confirmed position.
+type SlotLostError struct {
+	Slot   string
+	Reason string     // SlotInfo.LostReason, or what the server said
+	From   decode.LSN // the slot's confirmed position, when known
+}
+
+func (e *SlotLostError) Error() string {
+	at := ""
+	if e.From != 0 {
+		at = " at or after " + e.From.String()
+	}
+	return fmt.Sprintf("slot %q was invalidated by the server (%s)%s: the changes since are gone, so streaming on would lose them. "+
+		"Start the bridge with --on-slot-lost=recopy to drop the slot, create it again and copy every table again (the changelogs then lack the changes in between), "+
+		"and raise max_slot_wal_keep_size (or keep the bridge running) so that it does not happen again", e.Slot, e.Reason, at)
 }
 
 // LagBytes is how much WAL the slot holds back.
@@ -50,10 +87,13 @@ var ErrNoSlot = errors.New("replication slot does not exist")
 // LookupSlot reads a slot's state.
 func LookupSlot(ctx context.Context, conn *pgx.Conn, slot string) (SlotInfo, error) {
 	var s SlotInfo
-	var confirmed, current *string
+	var confirmed, current, walStatus, invalidation *string
+	// invalidation_reason is read through to_jsonb: the column is new in
+	// PostgreSQL 17.
 	err := conn.QueryRow(ctx, `
-		SELECT plugin, database, active, confirmed_flush_lsn::text, pg_current_wal_lsn()::text
-		FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&s.Plugin, &s.Database, &s.Active, &confirmed, &current)
+		SELECT plugin, database, active, confirmed_flush_lsn::text, pg_current_wal_lsn()::text,
+			wal_status, to_jsonb(s)->>'invalidation_reason'
+		FROM pg_replication_slots s WHERE slot_name = $1`, slot).Scan(&s.Plugin, &s.Database, &s.Active, &confirmed, &current, &walStatus, &invalidation)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, ErrNoSlot
 	}
@@ -69,6 +109,12 @@ func LookupSlot(ctx context.Context, conn *pgx.Conn, slot string) (SlotInfo, err
 		if s.CurrentWAL, err = pglogrepl.ParseLSN(*current); err != nil {
 			return s, fmt.Errorf("slot %q: %w", slot, err)
 		}
+	}
+	if walStatus != nil {
+		s.WALStatus = *walStatus
+	}
+	if invalidation != nil {
+		s.Invalidation = *invalidation
 	}
 	return s, nil
 }

@@ -66,7 +66,8 @@ func (s *Source) Reopen(ctx context.Context, log *slog.Logger) error {
 	_ = s.conn.Close(context.Background())
 	conn, err := Connect(ctx, s.cfg.URL)
 	if err != nil {
-		return err
+		// The server may not be back yet: the caller tries again.
+		return &ConnError{Op: "reopen the SQL connection", Err: err}
 	}
 	s.conn = conn
 	return Relock(ctx, conn, s.cfg.Slot)

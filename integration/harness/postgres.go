@@ -158,8 +158,12 @@ func (p *Postgres) ExecDB(ctx context.Context, db, sql string, args ...any) erro
 
 // Restart restarts the server on the same port (fast shutdown): every
 // connection is dropped, as in a server restart or a failover.
-func (p *Postgres) Restart() error {
-	return p.pgCtl("restart", "-D", p.DataDir, "-l", p.LogFile, "-m", "fast", "-w", "-t", "60", "-o", "-p "+strconv.Itoa(p.Port))
+func (p *Postgres) Restart() error { return p.RestartMode("fast") }
+
+// RestartMode restarts the server with pg_ctl's shutdown mode (smart,
+// fast, immediate: the last one is a crash, recovered at the start).
+func (p *Postgres) RestartMode(mode string) error {
+	return p.pgCtl("restart", "-D", p.DataDir, "-l", p.LogFile, "-m", mode, "-w", "-t", "60", "-o", "-p "+strconv.Itoa(p.Port))
 }
 
 // Stop shuts the server down (fast mode) and removes its temp dir. It is
