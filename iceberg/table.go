@@ -229,15 +229,8 @@ func Watermark(tbl *table.Table, source string) (decode.LSN, time.Time, error) {
 	meta := tbl.Metadata()
 	for s := tbl.CurrentSnapshot(); s != nil; {
 		if s.Summary != nil {
-			if v, ok := s.Summary.Properties[PropLSN]; ok {
-				if src := s.Summary.Properties[PropSource]; source != "" && src != source {
-					return 0, time.Time{}, fmt.Errorf("table %s was written from source %q, not %q: point the bridge at another warehouse or drop the table", strings.Join(tbl.Identifier(), "."), src, source)
-				}
-				lsn, err := parseLSNProp(v)
-				if err != nil {
-					return 0, time.Time{}, fmt.Errorf("table %s snapshot %d: %w", strings.Join(tbl.Identifier(), "."), s.SnapshotID, err)
-				}
-				return lsn, time.UnixMilli(s.TimestampMs), nil
+			if lsn, ok, err := ownWatermark(tbl, s.Summary.Properties, source, fmt.Sprintf("snapshot %d", s.SnapshotID)); ok || err != nil {
+				return lsn, time.UnixMilli(s.TimestampMs), err
 			}
 		}
 		if s.ParentSnapshotID == nil {
@@ -248,19 +241,29 @@ func Watermark(tbl *table.Table, source string) (decode.LSN, time.Time, error) {
 	// No snapshot of the bridge's is left in the history (an outside job
 	// expired them all, keeping only its own): the table property each
 	// commit of the bridge's also sets still says what the table holds.
-	props := meta.Properties()
-	v, ok := props[PropLSN]
-	if !ok {
-		return 0, time.Time{}, nil
-	}
-	if src := props[PropSource]; source != "" && src != source {
-		return 0, time.Time{}, fmt.Errorf("table %s was written from source %q, not %q: point the bridge at another warehouse or drop the table", strings.Join(tbl.Identifier(), "."), src, source)
-	}
-	lsn, err := parseLSNProp(v)
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("table %s property: %w", strings.Join(tbl.Identifier(), "."), err)
+	lsn, ok, err := ownWatermark(tbl, meta.Properties(), source, "property")
+	if !ok || err != nil {
+		return 0, time.Time{}, err
 	}
 	return lsn, time.UnixMilli(meta.LastUpdatedMillis()), nil
+}
+
+// ownWatermark reads PropLSN from props (a snapshot's summary or the
+// table's properties, where names them in errors): ok is false when props
+// has none. Written from a source other than source (when given), it is
+// an error: two sources must never write one table.
+func ownWatermark(tbl *table.Table, props icego.Properties, source, where string) (lsn decode.LSN, ok bool, err error) {
+	v, ok := props[PropLSN]
+	if !ok {
+		return 0, false, nil
+	}
+	if src := props[PropSource]; source != "" && src != source {
+		return 0, true, fmt.Errorf("table %s was written from source %q, not %q: point the bridge at another warehouse or drop the table", strings.Join(tbl.Identifier(), "."), src, source)
+	}
+	if lsn, err = parseLSNProp(v); err != nil {
+		return 0, true, fmt.Errorf("table %s %s: %w", strings.Join(tbl.Identifier(), "."), where, err)
+	}
+	return lsn, true, nil
 }
 
 func parseLSNProp(v string) (decode.LSN, error) {
