@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
 
 // Large transactions arrive streamed (logical_decoding_work_mem is 64kB
@@ -25,14 +24,10 @@ import (
 // by pyiceberg, iceberg-go and DuckDB.
 func TestStreamedTransactionAhead(t *testing.T) {
 	t.Parallel()
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{Settings: map[string]string{"logical_decoding_work_mem": "64kB"}})
-	if err := pg.Exec(context.Background(), `CREATE TABLE big (id int PRIMARY KEY, v text, n bigint);
+	pg, conn := startSourceWith(t, streamEverything(), `CREATE TABLE big (id int PRIMARY KEY, v text, n bigint);
 		CREATE TABLE small (id int PRIMARY KEY, v text);
 		INSERT INTO big SELECT g, 'old ' || g, g FROM generate_series(1, 20000) g;
-		CREATE PUBLICATION big_pub FOR TABLE big, small;`); err != nil {
-		t.Fatal(err)
-	}
-	conn := pgConn(t, pg)
+		CREATE PUBLICATION big_pub FOR TABLE big, small;`)
 	tg := localTarget(t)
 	b := startBridge(t, nil, runArgs(pg, "big_pub", tg)...)
 	waitSlot(t, conn, "pg2iceberg_big_pub", b)
@@ -177,13 +172,9 @@ func TestStreamedTransactionAheadCrash(t *testing.T) {
 	t.Parallel()
 	for _, crash := range []string{"spec-change:20000", "spec-commit:1"} {
 		t.Run(crash, func(t *testing.T) {
-			pg := harness.StartPostgresT(t, harness.PostgresOptions{Settings: map[string]string{"logical_decoding_work_mem": "64kB"}})
-			if err := pg.Exec(context.Background(), `CREATE TABLE big (id int PRIMARY KEY, v text, n bigint);
+			pg, conn := startSourceWith(t, streamEverything(), `CREATE TABLE big (id int PRIMARY KEY, v text, n bigint);
 				INSERT INTO big SELECT g, 'old ' || g, g FROM generate_series(1, 10000) g;
-				CREATE PUBLICATION big_pub FOR TABLE big;`); err != nil {
-				t.Fatal(err)
-			}
-			conn := pgConn(t, pg)
+				CREATE PUBLICATION big_pub FOR TABLE big;`)
 			tg := localTarget(t)
 			args := runArgs(pg, "big_pub", tg)
 			b := startBridge(t, []string{"PG2ICEBERG_TEST_CRASH=" + crash}, args...)
@@ -232,13 +223,10 @@ func TestStreamedTransactionAheadCrash(t *testing.T) {
 // changelog.
 func TestStreamedTransactionsInterleaved(t *testing.T) {
 	t.Parallel()
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{Settings: map[string]string{"logical_decoding_work_mem": "64kB"}})
-	if err := pg.Exec(context.Background(), `CREATE TABLE big (id int PRIMARY KEY, v text, n bigint);
+	pg, conn := startSourceWith(t, streamEverything(), `CREATE TABLE big (id int PRIMARY KEY, v text, n bigint);
 		INSERT INTO big SELECT g, 'old ' || g, g FROM generate_series(1, 10000) g;
-		CREATE PUBLICATION big_pub FOR TABLE big;`); err != nil {
-		t.Fatal(err)
-	}
-	conn, other := pgConn(t, pg), pgConn(t, pg)
+		CREATE PUBLICATION big_pub FOR TABLE big;`)
+	other := pgConn(t, pg)
 	tg := localTarget(t)
 	b := startBridge(t, nil, runArgs(pg, "big_pub", tg)...)
 	waitSlot(t, conn, "pg2iceberg_big_pub", b)
@@ -296,6 +284,13 @@ func TestStreamedTransactionsInterleaved(t *testing.T) {
 	want := pgRows(t, conn, "id, v, n", "public.big")
 	compareRows(t, "iceberg-go", "public.big", "id", icegoRows(t, tg, "public.big"), want)
 	checkChangelog(t, tg, "public.big", changes)
+}
+
+// streamEverything are the server settings under which logical decoding
+// streams every transaction past 64kB of changes (protocol v2): the
+// large transactions of the streamed-transaction tests.
+func streamEverything() map[string]string {
+	return map[string]string{"logical_decoding_work_mem": "64kB"}
 }
 
 // waitLoadCommits waits until a concurrent load has committed n more changes

@@ -1,12 +1,9 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
 
 // What a streamed transaction may hold that applying it ahead does not
@@ -18,19 +15,15 @@ import (
 // every change once in the changelog.
 func TestStreamedTransactionFallbacks(t *testing.T) {
 	t.Parallel()
-	pg := harness.StartPostgresT(t, harness.PostgresOptions{Settings: map[string]string{"logical_decoding_work_mem": "64kB"}})
 	// doc holds 8 kB of md5 text, which does not compress below the TOAST
 	// threshold, so it is stored out of line and an UPDATE that leaves it
 	// alone sends it as unchanged.
-	if err := pg.Exec(context.Background(), `CREATE TABLE big (id int PRIMARY KEY, v text, doc text);
+	pg, conn := startSourceWith(t, streamEverything(), `CREATE TABLE big (id int PRIMARY KEY, v text, doc text);
 		CREATE TABLE other (id int PRIMARY KEY);
 		INSERT INTO big SELECT g, 'old', (SELECT string_agg(md5(g::text || ':' || i), '') FROM generate_series(1, 256) i)
 			FROM generate_series(1, 200) g;
 		INSERT INTO other SELECT generate_series(1, 10);
-		CREATE PUBLICATION big_pub FOR TABLE big, other;`); err != nil {
-		t.Fatal(err)
-	}
-	conn := pgConn(t, pg)
+		CREATE PUBLICATION big_pub FOR TABLE big, other;`)
 	tg := localTarget(t)
 	b := startBridge(t, nil, runArgs(pg, "big_pub", tg)...)
 	waitSlot(t, conn, "pg2iceberg_big_pub", b)
