@@ -303,8 +303,8 @@ const PropPartition = "pg2iceberg.partition"
 // table's spec stands, one another writer set included (Spark's ALTER
 // TABLE ... ADD PARTITION FIELD).
 func (t *icebergTable) followConfiguredSpec(ctx context.Context, fields []string) error {
-	want := strings.Join(fields, ", ")
-	if v, ok := t.tbl.Properties()[PropPartition]; ok && v == want || !ok && want == "" {
+	want, changed := t.configChanged(PropPartition, fields)
+	if !changed {
 		return nil
 	}
 	spec, err := ConfiguredSpec(t.tbl.Schema(), fields)

@@ -88,13 +88,23 @@ func ConfiguredSortOrder(sc *icego.Schema, fields []string) (table.SortOrder, er
 	return order, nil
 }
 
+// configChanged reports whether the configuration's fields differ from
+// those last applied to the table, which prop records (none recorded: the
+// table was never configured, which equals no fields), and returns them
+// as prop records them.
+func (t *icebergTable) configChanged(prop string, fields []string) (want string, changed bool) {
+	want = strings.Join(fields, ", ")
+	v, ok := t.tbl.Properties()[prop]
+	return want, ok && v != want || !ok && want != ""
+}
+
 // followConfiguredSort makes the configuration's sort fields the table's
 // default sort order when they changed since they were last applied
 // (PropSort). When the configuration did not change, the table's order
 // stands, one another writer set included.
 func (t *icebergTable) followConfiguredSort(ctx context.Context, fields []string) error {
-	want := strings.Join(fields, ", ")
-	if v, ok := t.tbl.Properties()[PropSort]; ok && v == want || !ok && want == "" {
+	want, changed := t.configChanged(PropSort, fields)
+	if !changed {
 		return nil
 	}
 	order, err := ConfiguredSortOrder(t.tbl.Schema(), fields)
