@@ -8,6 +8,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/iceberg"
 	"github.com/pg2iceberg/pg2iceberg/replication"
 )
 
@@ -28,8 +29,11 @@ func (b *bridge) serve(ctx context.Context, cat catalog.Catalog, sys replication
 		if err == nil || ctx.Err() != nil || !(replication.ConnLost(err) || b.recopyLostSlot(err)) {
 			return err
 		}
-		b.log.Warn("connection lost; restarting from the durable position", "error", err,
-			"in_transaction", b.sink.InTransaction(), "durable", b.sink.Durable(), "backoff", backoff)
+		msg := "connection lost; restarting from the durable position"
+		if stale := (*iceberg.StaleIndexError)(nil); errors.As(err, &stale) {
+			msg = "key index stale after an outside commit; restarting from the durable position"
+		}
+		b.log.Warn(msg, "error", err, "in_transaction", b.sink.InTransaction(), "durable", b.sink.Durable(), "backoff", backoff)
 		b.progress.SetPhase(replication.PhaseReconnecting, err.Error())
 		b.sink.Discard()
 		if err := b.reopen(ctx, &backoff); err != nil {

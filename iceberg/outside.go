@@ -1,8 +1,10 @@
 package iceberg
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 	"strings"
 
@@ -158,4 +160,44 @@ func LastOutside(tbl *table.Table) *table.Snapshot {
 		s = meta.SnapshotByID(*s.ParentSnapshotID)
 	}
 	return nil
+}
+
+// StaleIndexError is a read of the mirror's rows (an unchanged TOAST
+// value's read-back) that found a data file gone because an outside
+// commit moved the rows and an expiry deleted the file, before the
+// bridge's next commit would have noticed: the key index points at rows
+// that are elsewhere now. Retryable: the stream resumes in process from
+// what is durable with a new sink, whose key index is rebuilt from the
+// table as it is.
+type StaleIndexError struct {
+	Table string
+	Err   error
+}
+
+func (e *StaleIndexError) Error() string {
+	return fmt.Sprintf("an outside commit moved the rows the key index of %s points at (%v): the key index is rebuilt and the stream resumes", e.Table, e.Err)
+}
+
+func (e *StaleIndexError) Unwrap() error { return e.Err }
+
+// Retryable: the stream resumes in process.
+func (e *StaleIndexError) Retryable() bool { return true }
+
+// readFailed explains a failed read of m's data file: a StaleIndexError
+// when the catalog's head has outside commits since m's snapshot that may
+// have moved rows (see needsRebuild); otherwise err says the file is
+// missing from a table that still refers to it, and how to repair it.
+func (s *Sink) readFailed(ctx context.Context, m *mirror, err error) error {
+	now, lerr := s.cat.LoadTable(ctx, m.ident)
+	if lerr != nil {
+		return fmt.Errorf("%w (and loading %s again to check for outside commits: %v)", err, m.name(), lerr)
+	}
+	outside, connected := outsideSnapshots(now, m.tbl, s.cfg.Source.String())
+	if needsRebuild(outside, connected) {
+		return &StaleIndexError{Table: m.name(), Err: err}
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: the table's current snapshot refers to a file that is gone from the warehouse; restore it, or copy the table again (pg2iceberg backfill --table %s)", err, m.name())
+	}
+	return err
 }

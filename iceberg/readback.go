@@ -74,7 +74,8 @@ func (s *Sink) resolveAfter(st *sourceTable, c *decode.Change, toMirror bool) (d
 		return unknownValues(after, missing)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: read back the unchanged value of column %s: %w", m.name(), st.rel.Columns[missing[0]].Name, err)
+		err = fmt.Errorf("%s: read back the unchanged value of column %s: %w", m.name(), st.rel.Columns[missing[0]].Name, err)
+		return nil, nil, s.readFailed(context.Background(), m, err)
 	}
 	for j, i := range missing {
 		if texts[j] == nil {

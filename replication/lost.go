@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"syscall"
 
@@ -28,8 +29,26 @@ func ConnLost(err error) bool {
 	if errors.As(err, &pgErr) {
 		return strings.HasPrefix(pgErr.Code, "57P") || strings.HasPrefix(pgErr.Code, "08")
 	}
-	var netErr net.Error
-	return errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
-		errors.As(err, &netErr)
+	if errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, os.ErrDeadlineExceeded) || pgconn.Timeout(err) {
+		return true
+	}
+	for _, errno := range lostErrnos {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	// A socket's error, not a file's: a bare syscall.Errno (ENOENT,
+	// ENOSPC) has Timeout and Temporary too, so net.Error would take a
+	// missing data file or a full disk for a lost connection.
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	var connectErr *pgconn.ConnectError
+	return errors.As(err, &opErr) || errors.As(err, &dnsErr) || errors.As(err, &connectErr)
+}
+
+// lostErrnos are the socket errors of a connection that is gone.
+var lostErrnos = []error{
+	syscall.ECONNRESET, syscall.ECONNREFUSED, syscall.ECONNABORTED, syscall.EPIPE,
+	syscall.ETIMEDOUT, syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ENETDOWN,
 }
