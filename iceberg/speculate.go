@@ -45,8 +45,14 @@ type specTable struct {
 }
 
 // specMaxChanges bounds what a speculation holds (its key index overlay
-// grows with it): a larger transaction is applied from the spool.
-const specMaxChanges = specMaxFiles * specRowGroupRows
+// grows with it): a larger transaction is applied from the spool. A var
+// only so that a failpoints build can lower it (spec_failpoints.go).
+var specMaxChanges = specMaxFiles * specRowGroupRows
+
+// specDayShift moves a speculation's guess of its commit's day; always 0
+// but in a failpoints build (spec_failpoints.go), whose tests make the
+// guess wrong to see the speculation given up for it.
+var specDayShift int32
 
 // errSpecUnsupported abandons a speculation: the transaction is applied at
 // commit instead.
@@ -67,7 +73,7 @@ func (s *Sink) SpecBegin(xid uint32) bool {
 	if !s.tx.commitTS.IsZero() {
 		day = utcDay(s.tx.commitTS)
 	}
-	s.spec = &speculation{xid: xid, day: day, tables: make(map[*sourceTable]*specTable)}
+	s.spec = &speculation{xid: xid, day: day + specDayShift, tables: make(map[*sourceTable]*specTable)}
 	return true
 }
 
