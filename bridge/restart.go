@@ -68,13 +68,10 @@ func (b *bridge) recopyLostSlot(err error) bool {
 // another bridge took it meanwhile.
 func (b *bridge) reopen(ctx context.Context, backoff *time.Duration) error {
 	for {
-		b.repl.Close(context.Background())
-		repl, err := reconnect(ctx, b.cfg.Source, backoff, b.log)
-		if err != nil {
+		if err := b.reconnect(ctx, backoff); err != nil {
 			return err
 		}
-		b.repl = repl
-		err = b.src.Reopen(ctx, b.log)
+		err := b.src.Reopen(ctx, b.log)
 		if err == nil {
 			return nil
 		}

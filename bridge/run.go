@@ -38,6 +38,7 @@ type bridge struct {
 	stats    *iceberg.Stats        // every sink's counters, for /metrics and /status
 	src      *replication.Source   // the SQL session, holding the lease
 	repl     *pgconn.PgConn        // the replication connection, replaced by a reconnect
+	systemID string                // the source's system identifier, checked after each reconnect
 	sink     *iceberg.Sink         // replaced after a connection lost inside a transaction
 }
 
@@ -98,11 +99,12 @@ func (b *bridge) run(ctx context.Context) error {
 	if b.repl, err = replication.ConnectReplication(ctx, b.cfg.Source); err != nil {
 		return err
 	}
-	defer func() { b.repl.Close(context.Background()) }()
+	defer func() { b.closeRepl() }()
 	sys, err := replication.Identify(ctx, b.repl)
 	if err != nil {
 		return err
 	}
+	b.systemID = sys.SystemID
 	cat, err := iceberg.OpenCatalog(ctx, b.cfg.Catalog)
 	if err != nil {
 		return err
@@ -209,9 +211,8 @@ func (b *bridge) stream(ctx context.Context, start decode.LSN) (decode.LSN, erro
 			// dropped and its key index rebuilt; the stream resumes from
 			// what is durable, and the watermarks skip what was committed.
 			b.log.Info("resuming the stream after an outside commit", "tables", replay.Tables, "from", replay.From)
-			b.repl.Close(context.Background())
 			quick := 100 * time.Millisecond
-			if b.repl, err = reconnect(ctx, b.cfg.Source, &quick, b.log); err != nil {
+			if err := b.reconnect(ctx, &quick); err != nil {
 				return start, err
 			}
 			start = max(start, b.sink.Durable(), b.progress.Acked())
@@ -227,8 +228,7 @@ func (b *bridge) stream(ctx context.Context, start decode.LSN) (decode.LSN, erro
 		if err := b.sink.Flush(ctx); err != nil {
 			return start, err
 		}
-		b.repl.Close(context.Background())
-		if b.repl, err = reconnect(ctx, b.cfg.Source, &backoff, b.log); err != nil {
+		if err := b.reconnect(ctx, &backoff); err != nil {
 			return start, err
 		}
 		// A server restart drops the SQL connection too (table syncs and
@@ -240,23 +240,52 @@ func (b *bridge) stream(ctx context.Context, start decode.LSN) (decode.LSN, erro
 	}
 }
 
-// reconnect opens a new replication connection, waiting with exponential
-// backoff (at most 30s) between attempts until ctx is done.
-func reconnect(ctx context.Context, source string, backoff *time.Duration, log *slog.Logger) (*pgconn.PgConn, error) {
+// reconnect replaces the replication connection: it opens a new one,
+// waiting with exponential backoff (at most 30s) between attempts until ctx
+// is done, and checks with IDENTIFY_SYSTEM that the server is still the
+// cluster the run started on. A DNS name or a virtual IP moved to another
+// cluster (a failover to a server that is not a physical replica, a
+// restored backup) would otherwise stream another cluster's WAL from the
+// same slot name into the mirrors: that is an error for a human.
+func (b *bridge) reconnect(ctx context.Context, backoff *time.Duration) error {
+	b.closeRepl()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(*backoff):
 		}
-		conn, err := replication.ConnectReplication(ctx, source)
+		conn, err := replication.ConnectReplication(ctx, b.cfg.Source)
 		if err == nil {
-			*backoff = time.Second
-			log.Info("reconnected")
-			return conn, nil
+			var sys replication.System
+			if sys, err = replication.Identify(ctx, conn); err == nil {
+				if sys.SystemID != b.systemID {
+					conn.Close(context.Background())
+					return fmt.Errorf("after a reconnect the source is another PostgreSQL cluster (system identifier %s, the run started on %s): "+
+						"the address now reaches a different server, whose WAL is not the one the slot and the mirrors follow; "+
+						"point the source back at the original cluster, or, to follow the new one, drop the mirrors (or use a new warehouse) and start again so that they are copied from it",
+						sys.SystemID, b.systemID)
+				}
+				*backoff = time.Second
+				b.repl = conn
+				b.log.Info("reconnected")
+				return nil
+			}
+			conn.Close(context.Background())
+			if !replication.ConnLost(err) {
+				return err
+			}
 		}
 		*backoff = min(*backoff*2, 30*time.Second)
-		log.Warn("reconnect failed", "error", err, "next_attempt_in", *backoff)
+		b.log.Warn("reconnect failed", "error", err, "next_attempt_in", *backoff)
+	}
+}
+
+// closeRepl closes the replication connection, if one is open.
+func (b *bridge) closeRepl() {
+	if b.repl != nil {
+		b.repl.Close(context.Background())
+		b.repl = nil
 	}
 }
 
