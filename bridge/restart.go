@@ -3,6 +3,8 @@ package bridge
 import (
 	"context"
 	"errors"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -24,18 +26,25 @@ import (
 // copied again the same way, when --on-slot-lost=recopy says so.
 func (b *bridge) serve(ctx context.Context, cat catalog.Catalog, sys replication.System, rels []*decode.Relation, held []*replication.UnmirrorableError) error {
 	backoff := time.Second
+	var diskWait time.Duration
 	for {
 		err := b.attempt(ctx, cat, sys, rels, held)
-		if err == nil || ctx.Err() != nil || !(replication.ConnLost(err) || b.recopyLostSlot(err)) {
+		if err == nil || ctx.Err() != nil {
 			return err
 		}
-		msg := "connection lost; restarting from the durable position"
-		if stale := (*iceberg.StaleIndexError)(nil); errors.As(err, &stale) {
-			msg = "key index stale after an outside commit; restarting from the durable position"
+		full := diskFull(err)
+		if !(full || replication.ConnLost(err) || b.recopyLostSlot(err)) {
+			return err
 		}
-		b.log.Warn(msg, "error", err, "in_transaction", b.sink.InTransaction(), "durable", b.sink.Durable(), "backoff", backoff)
-		b.progress.SetPhase(replication.PhaseReconnecting, err.Error())
+		diskWait = b.noteRestart(err, full, diskWait, backoff)
 		b.sink.Discard()
+		if full {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(diskWait):
+			}
+		}
 		if err := b.reopen(ctx, &backoff); err != nil {
 			return err
 		}
@@ -52,6 +61,42 @@ func (b *bridge) serve(ctx context.Context, cat catalog.Catalog, sys replication
 			return err
 		}
 	}
+}
+
+// noteRestart logs why serve starts another attempt and sets the phase;
+// for a full disk it returns how long to wait before the next attempt
+// (doubling while the disk stays full, at most a minute), otherwise 0.
+func (b *bridge) noteRestart(err error, full bool, diskWait, backoff time.Duration) time.Duration {
+	if full {
+		diskWait = min(max(2*diskWait, 5*time.Second), time.Minute)
+		b.log.Error("disk full: nothing after the durable position is acknowledged; free space where the error says, the bridge retries from the durable position by itself",
+			"error", err, "durable", b.sink.Durable(), "next_attempt_in", diskWait)
+		b.progress.SetPhase(replication.PhaseDiskFull, err.Error())
+		return diskWait
+	}
+	msg := "connection lost; restarting from the durable position"
+	if stale := (*iceberg.StaleIndexError)(nil); errors.As(err, &stale) {
+		msg = "key index stale after an outside commit; restarting from the durable position"
+	}
+	b.log.Warn(msg, "error", err, "in_transaction", b.sink.InTransaction(), "durable", b.sink.Durable(), "backoff", backoff)
+	b.progress.SetPhase(replication.PhaseReconnecting, err.Error())
+	return 0
+}
+
+// diskFull reports whether err is a local disk or quota that is full: the
+// spool directory, a local warehouse, the embedded catalog (SQLite says
+// "database or disk is full"), the key index's disk tier. Such an error
+// is survived in the process, as a lost connection is: what was not
+// committed is discarded (nothing of it was acknowledged), and the next
+// attempt starts from the durable position once space is freed. Some
+// layers (the blob store, SQLite) do not wrap the errno, hence the text.
+func diskFull(err error) bool {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "no space left on device") || strings.Contains(s, "disk quota exceeded") ||
+		strings.Contains(s, "database or disk is full")
 }
 
 // recopyLostSlot reports whether err is the slot invalidated while the

@@ -72,6 +72,7 @@ const (
 	PhaseStreaming                 // the replication stream runs
 	PhaseReconnecting              // the replication connection was lost
 	PhaseStopping                  // stopping after SIGINT or SIGTERM
+	PhaseDiskFull                  // a local disk is full; retried once space is freed
 )
 
 // HealthStall is how long the stream may go without sending a standby
@@ -127,6 +128,8 @@ func (p *Progress) Health(now time.Time) (ok bool, reason string) {
 		return false, with(fmt.Sprintf("replication connection lost %s ago, reconnecting", now.Sub(st.since).Round(time.Second)))
 	case PhaseStopping:
 		return false, "stopping"
+	case PhaseDiskFull:
+		return false, with(fmt.Sprintf("disk full for %s, needs a human: free space where the error says (the bridge retries by itself)", now.Sub(st.since).Round(time.Second)))
 	}
 	return false, with("starting")
 }
