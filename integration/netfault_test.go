@@ -119,7 +119,7 @@ func TestNetworkFaultsPostgres(t *testing.T) {
 	offLat := toxic(t, px, harness.Toxic{Name: "copy_latency", Type: "latency", Attributes: map[string]int{"latency": 100, "jitter": 50}})
 	offBw := toxic(t, px, harness.Toxic{Name: "copy_bw", Type: "bandwidth", Attributes: map[string]int{"rate": 256}})
 	args := append([]string{"run", "--source", source, "--publication", "rc_pub", "--flush-interval", "1s",
-		"--metrics-addr", r.addr}, r.tg.args()...)
+		"--metrics-addr", r.addr, "--receive-timeout", "6s"}, r.tg.args()...)
 	r.b = startBridge(t, nil, args...)
 	r.pid = r.b.cmd.Process.Pid
 	waitSlot(t, conn, reconnectSlot, r.b)
@@ -156,5 +156,5 @@ func TestNetworkFaultsPostgres(t *testing.T) {
 
 	steps := stop()
 	r.changes["a"], r.changes["b"] = steps, steps // the copy's rows are not changes
-	r.finish(t, 0, "reconnected")
+	r.finish(t, 0, "reconnected", "the server sent nothing, not even the reply to a keepalive")
 }
