@@ -40,6 +40,10 @@ type Config struct {
 	// SpoolDir holds large in-progress transactions ("": the system temp
 	// dir).
 	SpoolDir string
+	// ReceiveTimeout bounds the server's silence on the replication
+	// connection before it is taken as lost (see
+	// replication.StreamConfig; 0: the default).
+	ReceiveTimeout time.Duration
 	// KeyIndex bounds the memory of each mirror's key index (see
 	// iceberg.KeyIndexConfig; zero: all in memory).
 	KeyIndex iceberg.KeyIndexConfig

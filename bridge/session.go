@@ -16,6 +16,7 @@ import (
 func (b *bridge) session(ctx context.Context, start decode.LSN) error {
 	st, err := replication.StartStream(ctx, b.repl, replication.StreamConfig{
 		Slot: b.cfg.Slot, Publication: b.cfg.Publication, Start: start, SpoolDir: b.cfg.SpoolDir, Progress: b.progress, DDLKeys: b.src,
+		ReceiveTimeout: b.cfg.ReceiveTimeout,
 	}, b.sink, b.log)
 	if err != nil {
 		return err
