@@ -225,6 +225,9 @@ var (
 	flagTo   = &cli.StringFlag{Name: "to", Value: "current", Usage: "the newer point, as --from (default: the current snapshot)"}
 
 	flagRefName        = &cli.StringFlag{Name: "name", Required: true, Usage: "the tag's or branch's name: letters, digits, - and _"}
+	flagRefTable       = &cli.StringFlag{Name: "table", Usage: flagHistoryTable.Usage}
+	flagTagAll         = &cli.BoolFlag{Name: "all", Usage: "tag every table the bridge writes, each at its snapshot for one LSN (a consistent cut across tables)"}
+	flagTagLSN         = &cli.StringFlag{Name: "lsn", Usage: "with --all: the LSN to tag at, e.g. 0/16B3748 (default: the newest complete cut)"}
 	flagRefAt          = &cli.StringFlag{Name: "at", Value: "current", Usage: "the snapshot it points at, as diff's --from (default: the current snapshot)"}
 	flagRollTo         = &cli.StringFlag{Name: "to", Required: true, Usage: "the snapshot to go back to: a snapshot id, or a tag (ref:NAME or the plain name)"}
 	flagRollbackSource = &cli.StringFlag{Name: "source", EnvVars: env("source"),

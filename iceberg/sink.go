@@ -342,6 +342,14 @@ func (s *Sink) Flush(ctx context.Context) error {
 	rows, tables, bytes := s.pending, 0, s.pendingBytes()
 	var moved []string // mirrors whose batches an outside commit dropped
 	for _, st := range s.tables {
+		// Every table was committed through s.durable before this flush:
+		// its commits record that as the complete cut (PropCut).
+		if t := mirrorTable(st.mirror); t != nil {
+			t.cut = s.durable
+		}
+		if t := changelogTable(st.changelog); t != nil {
+			t.cut = s.durable
+		}
 		// The changelog commits first: a mirror is then never ahead of its
 		// changelog, so a replayed change that reads an unchanged value back
 		// from the mirror reads the state before that change.
