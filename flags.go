@@ -88,6 +88,7 @@ var (
 	flagFlushRows     = &cli.IntFlag{Name: "flush-rows", EnvVars: env("flush-rows"), Value: iceberg.DefaultFlushRows, Usage: "commit once this many changes are pending"}
 	flagFlushBytes    = &cli.Int64Flag{Name: "flush-bytes", EnvVars: env("flush-bytes"), Value: iceberg.DefaultFlushBytes, Usage: "commit once this many Parquet bytes are pending"}
 	flagMemoryLimit   = &cli.StringFlag{Name: "memory-limit", EnvVars: env("memory-limit"), Value: "384MiB", Usage: "soft memory limit of the Go heap, e.g. 384MiB, 2GiB or 2GB (KB, MB, GB: powers of 1000; KiB, MiB, GiB: powers of 1024); the process peaks somewhat above it"}
+	flagConsistentTag = &cli.BoolFlag{Name: "consistent-tag", EnvVars: env("consistent-tag"), Usage: "after each flush, move a tag named consistent on every table to the newest complete cut (one more commit per changed table; see docs/querying.md)"}
 	flagNoChangelog   = &cli.BoolFlag{Name: "no-changelog", EnvVars: env("no-changelog"), Usage: "do not write <table>__changelog tables"}
 	flagSpoolDir      = &cli.StringFlag{Name: "spool-dir", EnvVars: env("spool-dir"), Usage: "directory for large in-progress transactions (default: the system temp dir)"}
 	flagBackfill      = &cli.StringFlag{Name: "backfill", EnvVars: env("backfill"), Value: "copy", Usage: "copy: copy existing rows of every published table first; skip: only stream changes from now on"}

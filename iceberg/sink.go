@@ -31,6 +31,10 @@ type Config struct {
 	Source SourceID
 	// NoChangelog turns the changelog tables off.
 	NoChangelog bool
+	// ConsistentTag moves each table's tag "consistent" (TagConsistent) to
+	// the newest complete cut after every flush: one ref-only commit more
+	// per table that changed.
+	ConsistentTag bool
 	// FlushRows, FlushBytes and FlushInterval bound a batch: a flush happens
 	// at the first transaction boundary after any is reached.
 	FlushRows     int
@@ -387,6 +391,7 @@ func (s *Sink) Flush(ctx context.Context) error {
 	// commit this flush makes durable.
 	s.stats.flushed(rows, bytes, time.Since(start), s.tx.commitTS)
 	s.afterFlush(ctx)
+	s.moveConsistentTags(ctx)
 	s.stats.Changes.Add(int64(rows))
 	s.stats.Flushes.Add(1)
 	s.publishStatus()

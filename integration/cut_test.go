@@ -39,7 +39,7 @@ func TestConsistentCut(t *testing.T) {
 		CREATE PUBLICATION cut_pub FOR TABLE accounts_a, accounts_b;`)
 	tg := localTarget(t)
 	const slot = "pg2iceberg_cut_pub"
-	b := startBridge(t, nil, runArgs(pg, "cut_pub", tg)...)
+	b := startBridge(t, nil, runArgs(pg, "cut_pub", tg, "--consistent-tag")...)
 	waitSlot(t, conn, slot, b)
 	waitCaughtUp(t, conn, slot, b)
 	uri, token := serveCatalog(t, tg)
@@ -67,6 +67,17 @@ func TestConsistentCut(t *testing.T) {
 	}
 	waitCaughtUp(t, conn, slot, b)
 	checkTagAll(t, tg, main, uri, token)
+	// At rest the tags the bridge moves are all at the last flush's cut.
+	if a, bs := sparkSumsAt(t, main, "consistent"); a+bs != cutTotal {
+		t.Errorf("Spark VERSION AS OF 'consistent' after the workload: %d + %d, want %d", a, bs, cutTotal)
+	}
+	if got := pyicebergSums(t, uri, token, "consistent"); got.total() != cutTotal {
+		t.Errorf("pyiceberg at tag consistent: %v, want total %d", got.Sums, cutTotal)
+	}
+	if strings.Contains(b.log(), "consistent tag not moved") {
+		t.Errorf("the bridge failed to move a consistent tag:\n%s", tail(b.log(), 40))
+	}
+	cliFails(t, tg, "the tag the bridge moves", "tag", "create", "--all", "--name", "consistent")
 	b.stop(t)
 }
 
@@ -125,6 +136,20 @@ func sparkSums(t *testing.T, s *sparkSession) (a, b int64, ok bool) {
 		sums[i] = v
 	}
 	return sums[0], sums[1], true
+}
+
+// sparkSumsAt is the two tables' totals at the tag ref, read by Spark.
+func sparkSumsAt(t *testing.T, s *sparkSession, ref string) (a, b int64) {
+	t.Helper()
+	var sums [2]int64
+	for i, tbl := range cutTables {
+		var rows []map[string]any
+		if !s.do(t, map[string]string{"op": "sql", "sql": "SELECT CAST(sum(balance) AS STRING) AS s FROM pg." + tbl + " VERSION AS OF '" + ref + "'"}, &rows) || len(rows) != 1 {
+			t.Fatalf("Spark VERSION AS OF '%s' of %s: %v", ref, tbl, rows)
+		}
+		sums[i], _ = strconv.ParseInt(fmt.Sprint(rows[0]["s"]), 10, 64)
+	}
+	return sums[0], sums[1]
 }
 
 // servedCut is the prefix /v1/config hands a consistent session now.
@@ -229,16 +254,8 @@ func checkTagAll(t *testing.T, tg target, s *sparkSession, uri, token string) {
 	if len(m) != 2 || m[0][4] != m[1][4] {
 		t.Fatalf("tag create --all: %q, want both tables tagged at one LSN", out)
 	}
-	var sums [2]int64
-	for i, tbl := range cutTables {
-		var rows []map[string]any
-		if !s.do(t, map[string]string{"op": "sql", "sql": "SELECT CAST(sum(balance) AS STRING) AS s FROM pg." + tbl + " VERSION AS OF 'end'"}, &rows) || len(rows) != 1 {
-			t.Fatalf("Spark VERSION AS OF 'end' of %s: %v", tbl, rows)
-		}
-		sums[i], _ = strconv.ParseInt(fmt.Sprint(rows[0]["s"]), 10, 64)
-	}
-	if sums[0]+sums[1] != cutTotal {
-		t.Errorf("Spark at tag end: %d + %d, want %d", sums[0], sums[1], cutTotal)
+	if a, b := sparkSumsAt(t, s, "end"); a+b != cutTotal {
+		t.Errorf("Spark at tag end: %d + %d, want %d", a, b, cutTotal)
 	}
 	if got := pyicebergSums(t, uri, token, "end"); got.total() != cutTotal {
 		t.Errorf("pyiceberg at tag end: %v, want total %d", got.Sums, cutTotal)
