@@ -89,6 +89,7 @@ var (
 	flagFlushRows      = &cli.IntFlag{Name: "flush-rows", EnvVars: env("flush-rows"), Value: iceberg.DefaultFlushRows, Usage: "commit once this many changes are pending"}
 	flagFlushBytes     = &cli.Int64Flag{Name: "flush-bytes", EnvVars: env("flush-bytes"), Value: iceberg.DefaultFlushBytes, Usage: "commit once this many Parquet bytes are pending"}
 	flagMemoryLimit    = &cli.StringFlag{Name: "memory-limit", EnvVars: env("memory-limit"), Value: "384MiB", Usage: "soft memory limit of the Go heap, e.g. 384MiB, 2GiB or 2GB (KB, MB, GB: powers of 1000; KiB, MiB, GiB: powers of 1024); the process peaks somewhat above it"}
+	flagConsistentTag  = &cli.BoolFlag{Name: "consistent-tag", EnvVars: env("consistent-tag"), Usage: "after each flush, move a tag named consistent on every table to the newest complete cut (one more commit per changed table; see docs/querying.md)"}
 	flagNoChangelog    = &cli.BoolFlag{Name: "no-changelog", EnvVars: env("no-changelog"), Usage: "do not write <table>__changelog tables"}
 	flagSpoolDir       = &cli.StringFlag{Name: "spool-dir", EnvVars: env("spool-dir"), Usage: "directory for large in-progress transactions (default: the system temp dir)"}
 	flagReceiveTimeout = &cli.DurationFlag{Name: "receive-timeout", EnvVars: env("receive-timeout"), Value: replication.DefaultReceiveTimeout,
@@ -228,6 +229,9 @@ var (
 	flagTo   = &cli.StringFlag{Name: "to", Value: "current", Usage: "the newer point, as --from (default: the current snapshot)"}
 
 	flagRefName        = &cli.StringFlag{Name: "name", Required: true, Usage: "the tag's or branch's name: letters, digits, - and _"}
+	flagRefTable       = &cli.StringFlag{Name: "table", Usage: flagHistoryTable.Usage}
+	flagTagAll         = &cli.BoolFlag{Name: "all", Usage: "tag every table the bridge writes, each at its snapshot for one LSN (a consistent cut across tables)"}
+	flagTagLSN         = &cli.StringFlag{Name: "lsn", Usage: "with --all: the LSN to tag at, e.g. 0/16B3748 (default: the newest complete cut)"}
 	flagRefAt          = &cli.StringFlag{Name: "at", Value: "current", Usage: "the snapshot it points at, as diff's --from (default: the current snapshot)"}
 	flagRollTo         = &cli.StringFlag{Name: "to", Required: true, Usage: "the snapshot to go back to: a snapshot id, or a tag (ref:NAME or the plain name)"}
 	flagRollbackSource = &cli.StringFlag{Name: "source", EnvVars: env("source"),

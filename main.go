@@ -183,6 +183,7 @@ func runConfig(c *cli.Context, rules *mapping.Overrides, log *slog.Logger) (brid
 	}
 	cfg.Rules = rules
 	cfg.NoChangelog = c.Bool(flagNoChangelog.Name)
+	cfg.ConsistentTag = c.Bool(flagConsistentTag.Name)
 	cfg.FlushRows, cfg.FlushBytes, cfg.FlushInterval = c.Int(flagFlushRows.Name), c.Int64(flagFlushBytes.Name), c.Duration(flagFlushInterval.Name)
 	cfg.SpoolDir = c.String(flagSpoolDir.Name)
 	if cfg.ReceiveTimeout = c.Duration(flagReceiveTimeout.Name); cfg.ReceiveTimeout < 2*time.Second {

@@ -29,6 +29,9 @@ type Config struct {
 
 	// NoChangelog turns the changelog tables off (see iceberg.Config).
 	NoChangelog bool
+	// ConsistentTag moves a tag "consistent" on every table to the newest
+	// complete cut after each flush (see iceberg.Config).
+	ConsistentTag bool
 	// FlushRows, FlushBytes and FlushInterval bound a batch (see
 	// iceberg.Config; 0: the sink's defaults).
 	FlushRows     int
