@@ -63,6 +63,7 @@ type config struct {
 	set   map[string]bool
 
 	txnRows         int
+	key             string // bigint or uuid: the key type of the 4-column table
 	insertRows      int
 	updateTableRows int
 	updates         int
@@ -97,6 +98,7 @@ func parseFlags() config {
 	flag.StringVar(&c.ab, "ab", "", "A/B mode: compare two builds of the bridge, A,B (each a git revision, built in a temporary worktree, or a bridge binary), in alternating runs over the same WAL; no limit, null consumer or freshness runs")
 	flag.IntVar(&c.pairs, "pairs", 3, "A/B mode: runs of each build (A B A B ...)")
 	flag.StringVar(&c.revision, "revision", "", "the commit the bridge was built from, for the results (default: read from ./.git)")
+	flag.StringVar(&c.key, "key", "bigint", "key type of the 4-column table (insert, update, delete, bigtxn, backfill): bigint, or uuid (md5 of the bigint, so random order)")
 	flag.IntVar(&c.txnRows, "txn-rows", 1000, "rows per transaction (insert, update, delete, wide)")
 	flag.IntVar(&c.insertRows, "insert-rows", 2_000_000, "insert-only: rows inserted")
 	flag.IntVar(&c.updateTableRows, "update-table-rows", 1_000_000, "update-heavy: rows in the table")
@@ -167,6 +169,9 @@ func (c config) validate() error {
 		if t != "local" && t != "s3" {
 			problems = append(problems, fmt.Sprintf("unknown target %q (local or s3)", t))
 		}
+	}
+	if c.key != "" && c.key != "bigint" && c.key != "uuid" {
+		problems = append(problems, fmt.Sprintf("unknown -key %q (bigint or uuid)", c.key))
 	}
 	if c.txnRows <= 0 || c.freshnessTxnRows <= 0 || c.freshnessRate <= 0 {
 		problems = append(problems, "-txn-rows, -freshness-txn-rows and -freshness-rate must be positive")

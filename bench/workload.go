@@ -36,9 +36,21 @@ type workload struct {
 // workloads.
 const narrowColumns = `id bigint PRIMARY KEY, k integer NOT NULL, v text NOT NULL, ts timestamptz NOT NULL`
 
-func narrowFill(table string) string {
+func narrowFill(table, id string) string {
 	return `INSERT INTO ` + table + ` (id, k, v, ts)
-SELECT g, (g % 1000)::int, md5(g::text), now() FROM generate_series($1::bigint, $2::bigint) AS g`
+SELECT ` + id + `, (g % 1000)::int, md5(g::text), now() FROM generate_series($1::bigint, $2::bigint) AS g`
+}
+
+// narrowKey returns, for -key, the 4-column table's columns, the key of row
+// g as an SQL expression of g, and the condition matching the rows whose g is
+// in the bigint array $1. A uuid key is the md5 of g: random order, as
+// uuids are.
+func narrowKey(key string) (ddl, id, match string) {
+	if key == "uuid" {
+		return strings.Replace(narrowColumns, "id bigint", "id uuid", 1), "md5(g::text)::uuid",
+			"id = ANY(ARRAY(SELECT md5(x::text)::uuid FROM unnest($1::bigint[]) AS x))"
+	}
+	return narrowColumns, "g", "id = ANY($1::bigint[])"
 }
 
 // wideTypes are the 20 column types of the wide table (all mapped by the
@@ -99,8 +111,9 @@ SELECT ` + strings.Join(exprs, ", ") + ` FROM generate_series($1::bigint, $2::bi
 func (e *env) workload(name string) *workload {
 	c := e.cfg
 	id := strings.ReplaceAll(name, "-", "_")
-	w := &workload{name: name, id: id, table: "bench.w_" + id, columns: 4, ddl: narrowColumns}
-	w.fill = narrowFill(w.table)
+	ddl, key, match := narrowKey(c.key)
+	w := &workload{name: name, id: id, table: "bench.w_" + id, columns: 4, ddl: ddl}
+	w.fill = narrowFill(w.table, key)
 	switch name {
 	case "insert":
 		w.description = fmt.Sprintf("insert-only: %d rows in %d-row transactions, 4-column table", c.insertRows, c.txnRows)
@@ -110,14 +123,14 @@ func (e *env) workload(name string) *workload {
 	case "update":
 		w.prefill = c.updateTableRows
 		w.description = fmt.Sprintf("update-heavy: %d updates of random keys of a %d-row table, %d per transaction", c.updates, c.updateTableRows, c.txnRows)
-		sql := `UPDATE ` + w.table + ` SET k = k + 1, v = md5(v), ts = now() WHERE id = ANY($1::bigint[])`
+		sql := `UPDATE ` + w.table + ` SET k = k + 1, v = md5(v), ts = now() WHERE ` + match
 		w.gen = func(ctx context.Context, conn *pgx.Conn) (int64, int, pglogrepl.LSN, error) {
 			return byRandomKeys(ctx, conn, sql, c.updateTableRows, c.updates, c.txnRows)
 		}
 	case "delete":
 		w.prefill = c.deleteTableRows
 		w.description = fmt.Sprintf("delete-heavy: %d deletes of random keys of a %d-row table, %d per transaction", c.deletes, c.deleteTableRows, c.txnRows)
-		sql := `DELETE FROM ` + w.table + ` WHERE id = ANY($1::bigint[])`
+		sql := `DELETE FROM ` + w.table + ` WHERE ` + match
 		w.gen = func(ctx context.Context, conn *pgx.Conn) (int64, int, pglogrepl.LSN, error) {
 			return byRandomKeys(ctx, conn, sql, c.deleteTableRows, c.deletes, c.txnRows)
 		}
@@ -140,6 +153,9 @@ func (e *env) workload(name string) *workload {
 		w.backfill, w.prefill, w.columns = true, c.backfillWide, 40
 		w.ddl, w.fill = wideSQL(w.table)
 		w.description = fmt.Sprintf("initial copy of a %d-row table, 40 columns (the wide table), against COPY (FORMAT binary) to /dev/null", c.backfillWide)
+	}
+	if c.key == "uuid" && !strings.HasPrefix(name, "wide") && name != "backfill-wide" {
+		w.description += ", " + c.key + " key"
 	}
 	return w
 }
