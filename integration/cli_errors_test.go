@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,7 +39,8 @@ func runCLICases(t *testing.T, cases []cliCase) {
 
 // The commands' error paths and the status branches a first-time user
 // meets: before the bridge has ever run, with a slot of another plugin,
-// with wrong arguments; then the same commands once the bridge has run.
+// with wrong arguments; then the same commands once the bridge has run,
+// and serve's token from the flag, the environment and a file.
 func TestCLIErrorPaths(t *testing.T) {
 	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
@@ -49,6 +51,12 @@ func TestCLIErrorPaths(t *testing.T) {
 	source := pg.SuperURL("postgres")
 	common := append([]string{"--source", source, "--publication", "ce_pub"}, tg.args()...)
 	empty := t.TempDir()
+	tokenFile, emptyToken := filepath.Join(empty, "token"), filepath.Join(empty, "empty-token")
+	for f, content := range map[string]string{tokenFile: "tok-file\n", emptyToken: " \n"} {
+		if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	runCLICases(t, []cliCase{
 		{name: "status before the first run", args: append([]string{"status"}, common...),
 			want: []string{"slot pg2iceberg_ce_pub: does not exist (the bridge has not started)", "not created yet"}},
@@ -89,6 +97,40 @@ func TestCLIErrorPaths(t *testing.T) {
 			fails: true, want: []string{"--vend-s3-credentials hands out S3 keys"}},
 		{name: "status after the run", args: append([]string{"status"}, common...),
 			want: []string{"slot pg2iceberg_ce_pub: confirmed_flush_lsn", "public.t "}, notWant: []string{"not created yet"}},
+		{name: "serve with a token and a token file", args: append([]string{"serve", "--listen", "127.0.0.1:0", "--catalog-token", "tok-flag", "--catalog-token-file", tokenFile}, tg.args()...),
+			fails: true, want: []string{"give --catalog-token or --catalog-token-file, not both"}, notWant: []string{"tok-flag", "tok-file"}},
+		{name: "serve with an empty token file", args: append([]string{"serve", "--listen", "127.0.0.1:0", "--catalog-token-file", emptyToken}, tg.args()...),
+			fails: true, want: []string{"--catalog-token-file " + emptyToken + " is empty"}},
 	})
+	checkServeToken(t, tg)
 	compareRows(t, "iceberg-go", "public.t", "id", icegoRows(t, tg, "public.t"), pgRows(t, conn, "id::text AS id, v", "public.t"))
+}
+
+// checkServeToken requires serve to take its token from --catalog-token
+// and from PG2ICEBERG_CATALOG_TOKEN: loadTable is refused without it (401)
+// and served with it, and the token is not in the log.
+func checkServeToken(t *testing.T, tg target) {
+	t.Helper()
+	for _, tc := range []struct {
+		how, token string
+		env, args  []string
+	}{
+		{how: "--catalog-token", token: "tok-from-flag", args: []string{"--catalog-token", "tok-from-flag"}},
+		{how: "PG2ICEBERG_CATALOG_TOKEN", token: "tok-from-env", env: []string{"PG2ICEBERG_CATALOG_TOKEN=tok-from-env"}},
+	} {
+		b := startBridge(t, tc.env, append(append([]string{"serve", "--listen", "127.0.0.1:0"}, tc.args...), tg.args()...)...)
+		load := "http://" + listening(t, b) + "/v1/pg2iceberg/namespaces/public/tables/t"
+		if code, body := httpGet(t, load, tc.token); code != 200 || !strings.Contains(body, `"metadata-location"`) {
+			t.Errorf("serve, token from %s: loadTable with the token = %d %.200s, want 200 with a metadata-location", tc.how, code, body)
+		}
+		for _, wrong := range []string{"", "wrong-" + tc.token} {
+			if code, _ := httpGet(t, load, wrong); code != 401 {
+				t.Errorf("serve, token from %s: loadTable with token %q = %d, want 401", tc.how, wrong, code)
+			}
+		}
+		b.stop(t)
+		if strings.Contains(b.log(), tc.token) {
+			t.Errorf("serve, token from %s: the log shows the token:\n%s", tc.how, tail(b.log(), 10))
+		}
+	}
 }

@@ -49,3 +49,30 @@ func TestFlags(t *testing.T) {
 		}
 	}
 }
+
+// run --backfill=skip copies none of the rows a table already has: its
+// mirror holds exactly the rows inserted or updated since, and the
+// changelog exactly those changes. A value other than copy or skip is
+// refused before anything runs.
+func TestBackfillSkip(t *testing.T) {
+	t.Parallel()
+	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
+		INSERT INTO t SELECT g, 'old' FROM generate_series(1, 10) g;
+		CREATE PUBLICATION bs_pub FOR TABLE t;`)
+	tg := localTarget(t)
+	out, err := runOnce(t, runArgs(pg, "bs_pub", tg, "--backfill=none")...)
+	if err == nil || !strings.Contains(out, `--backfill "none": use copy or skip`) || strings.Contains(out, "level=") {
+		t.Errorf("--backfill=none: err %v, want a refusal naming copy and skip before anything runs; output:\n%s", err, out)
+	}
+	b := startBridge(t, nil, runArgs(pg, "bs_pub", tg, "--backfill=skip")...)
+	waitSlot(t, conn, "pg2iceberg_bs_pub", b)
+	exec1(t, conn, `INSERT INTO t VALUES (11, 'new')`)
+	exec1(t, conn, `UPDATE t SET v = 'updated' WHERE id = 2`)
+	waitCaughtUp(t, conn, "pg2iceberg_bs_pub", b)
+	b.stop(t)
+	if strings.Contains(b.log(), "copy started") {
+		t.Errorf("--backfill=skip copied a table; log:\n%s", tail(b.log(), 20))
+	}
+	compareRows(t, "iceberg-go", "public.t", "id", icegoRows(t, tg, "public.t"), pgRows(t, conn, "id::text AS id, v", "t WHERE id IN (2, 11)"))
+	checkChangelog(t, tg, "public.t", 2)
+}

@@ -142,7 +142,7 @@ func TestMaintainRemovesOrphans(t *testing.T) {
 	b = startBridge(t, []string{"PG2ICEBERG_TEST_CRASH=before-commit:1"}, run...)
 	waitSlot(t, conn, "pg2iceberg_mo_pub", b)
 	exec1(t, conn, `UPDATE t SET v = 'killed' WHERE id <= 20`)
-	b.exited(t, 3*time.Minute)
+	b.crashed(t, 3*time.Minute)
 	b = startBridge(t, nil, run...)
 	waitSlot(t, conn, "pg2iceberg_mo_pub", b)
 	for i := range 3 {
