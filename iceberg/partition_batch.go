@@ -229,8 +229,15 @@ func (m *mirror) deleteGroups(data []icego.DataFile) ([]deleteGroup, error) {
 // their data files: refs, those recorded (noteFiles), and, for a file
 // neither knows, the table's current snapshot.
 func (m *mirror) groupDeletes(dels []posDelete, refs map[string]fileRef) ([]deleteGroup, error) {
+	return groupDeletes(m.tbl, dels, m.refLookup(refs))
+}
+
+// refLookup returns the spec and partition of a data file of the mirror:
+// from refs, those recorded (noteFiles), and, for a file neither knows,
+// the table's current snapshot (read once).
+func (m *mirror) refLookup(refs map[string]fileRef) func(path string) (fileRef, error) {
 	loaded := false
-	return groupDeletes(m.tbl, dels, func(path string) (fileRef, error) {
+	return func(path string) (fileRef, error) {
 		ref, ok := refs[path]
 		if !ok {
 			ref, ok = m.files[path]
@@ -246,7 +253,7 @@ func (m *mirror) groupDeletes(dels []posDelete, refs map[string]fileRef) ([]dele
 			return fileRef{}, fmt.Errorf("%s: a position delete points at %s, which is not a live data file of the table", m.name(), path)
 		}
 		return ref, nil
-	})
+	}
 }
 
 // groupDeletes groups dels (sorted by path) of tbl by the spec and

@@ -41,6 +41,9 @@ func (s *Sink) openMirror(ctx context.Context, rel *decode.Relation) (*mirror, e
 	if err := t.followConfiguredSort(ctx, pol.Sort); err != nil {
 		return nil, err
 	}
+	if err := t.followFormatVersion(ctx, pol.FormatVersion); err != nil {
+		return nil, err
+	}
 	m, err := newMirror(t, rel)
 	if err != nil {
 		return nil, err
