@@ -40,15 +40,21 @@ func (t *icebergTable) followFormatVersion(ctx context.Context, want int) error 
 	return t.commitTxn(ctx, txn, "upgrade the format version of", nil)
 }
 
-// writeFlushDeletes writes this flush's deletes (data: its data files):
-// deletion vectors on a v3 mirror, with the DVs they supersede, else
-// position delete files.
-func (m *mirror) writeFlushDeletes(ctx context.Context, data []icego.DataFile) (dels, superseded []icego.DataFile, err error) {
-	if m.usesDVs() {
-		return m.writeDVs(ctx, data)
+// writeFlushDeletes writes this flush's deletes (data: its data files,
+// returned as committed): deletion vectors on a v3 mirror, with the DVs
+// they supersede, after its own files lost their dead rows (see
+// dropOwnDeletes); else position delete files.
+func (m *mirror) writeFlushDeletes(ctx context.Context, data []icego.DataFile) (_, dels, superseded []icego.DataFile, err error) {
+	if !m.usesDVs() {
+		dels, err = m.writeDeletes(ctx, data)
+		return data, dels, nil, err
 	}
-	dels, err = m.writeDeletes(ctx, data)
-	return dels, nil, err
+	if data, err = m.dropOwnDeletes(ctx, data); err != nil {
+		return nil, nil, nil, err
+	}
+	m.closed = data
+	dels, superseded, err = m.writeDVs(ctx, data)
+	return data, dels, superseded, err
 }
 
 // snapshotID is the id of the table's current snapshot (0: none).
@@ -65,34 +71,43 @@ func (m *mirror) usesDVs() bool { return m.tbl.Metadata().Version() >= 3 }
 // dvState is a mirror's live deletion vectors by data file path, as of
 // snapshot snap (see mirror.liveDVs).
 type dvState struct {
-	snap int64
+	snap   int64
 	byData map[string]icego.DataFile
+	// older are the rows position delete files (of the table's v2 days)
+	// delete, by data file: a reader takes a data file's DV alone when it
+	// has one, so its first DV holds them too.
+	older map[string]map[int64]bool
 }
 
 // liveDVs returns the live deletion vectors of the mirror's current
 // snapshot by the data file they reference: the cache when it is of that
 // snapshot (the mirror's own commits keep it), else read from the
 // manifests.
-func (m *mirror) liveDVs() (map[string]icego.DataFile, error) {
+func (m *mirror) liveDVs(ctx context.Context) (dvState, error) {
 	snap := m.tbl.CurrentSnapshot()
 	if snap == nil {
-		return nil, nil
+		return dvState{}, nil
 	}
 	if m.dvs.byData != nil && m.dvs.snap == snap.SnapshotID {
-		return m.dvs.byData, nil
+		return m.dvs, nil
 	}
 	_, dels, err := liveFiles(m.tbl, m.fs)
 	if err != nil {
-		return nil, err
+		return dvState{}, err
 	}
-	byData := map[string]icego.DataFile{}
+	st := dvState{snap: snap.SnapshotID, byData: map[string]icego.DataFile{}, older: map[string]map[int64]bool{}}
 	for _, df := range dels {
-		if table.IsDeletionVector(df) && df.ReferencedDataFile() != nil {
-			byData[*df.ReferencedDataFile()] = df
+		switch {
+		case table.IsDeletionVector(df) && df.ReferencedDataFile() != nil:
+			st.byData[*df.ReferencedDataFile()] = df
+		case df.ContentType() == icego.EntryContentPosDeletes:
+			if err := readPosDeletes(ctx, m.fs, df, st.older); err != nil {
+				return dvState{}, err
+			}
 		}
 	}
-	m.dvs = dvState{snap: snap.SnapshotID, byData: byData}
-	return byData, nil
+	m.dvs = st
+	return st, nil
 }
 
 // writeDVs writes this flush's deletes (data: its data files) as one
@@ -105,9 +120,9 @@ func (m *mirror) writeDVs(ctx context.Context, data []icego.DataFile) (dvs, supe
 		return nil, nil, nil
 	}
 	sortDeletes(m.deletes)
-	live := map[string]icego.DataFile{}
+	var live dvState
 	if !m.truncated {
-		if live, err = m.liveDVs(); err != nil {
+		if live, err = m.liveDVs(ctx); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -130,13 +145,19 @@ func (m *mirror) writeDVs(ctx context.Context, data []icego.DataFile) (dvs, supe
 				return nil, nil, err
 			}
 		}
-		if old, ok := live[path]; ok {
+		if old, ok := live.byData[path]; ok {
 			bm, err := dv.ReadDV(m.fs, old)
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: read the deletion vector of %s: %w", m.name(), path, err)
 			}
 			w.Load(path, bm, int32(ref.spec), ref.partition)
 			superseded = append(superseded, old)
+		} else {
+			for pos := range live.older[path] {
+				if err := w.AddPosition(path, pos, int32(ref.spec), ref.partition); err != nil {
+					return nil, nil, fmt.Errorf("%s: %w", m.name(), err)
+				}
+			}
 		}
 		for _, d := range m.deletes[i:j] {
 			if err := w.AddPosition(path, d.pos, int32(ref.spec), ref.partition); err != nil {

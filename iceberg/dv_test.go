@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	icego "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/pg2iceberg/pg2iceberg/decode"
@@ -30,15 +31,24 @@ type dvFixture struct {
 
 func newDVFixture(t *testing.T, wh string, version int) *dvFixture {
 	t.Helper()
-	ctx := context.Background()
-	cat, err := OpenCatalog(ctx, CatalogConfig{Warehouse: wh})
+	f, err := newDVFixtureErr(wh, version)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { CloseCatalog(cat) })
+	t.Cleanup(func() { CloseCatalog(f.cat) })
+	f.t = t
+	return f
+}
+
+func newDVFixtureErr(wh string, version int) (*dvFixture, error) {
+	ctx := context.Background()
+	cat, err := OpenCatalog(ctx, CatalogConfig{Warehouse: wh})
+	if err != nil {
+		return nil, err
+	}
 	rules, err := mapping.ParseOverrides([]byte("tables:\n  - table: \"*\"\n    format_version: " + strconv.Itoa(version) + "\n"))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	rel := &decode.Relation{ID: 7, Schema: "public", Name: "t", Columns: []decode.Column{
 		{Name: "id", TypeOID: 20, TypeName: "int8", Key: true, NotNull: true},
@@ -46,9 +56,10 @@ func newDVFixture(t *testing.T, wh string, version int) *dvFixture {
 	}}
 	s := NewSink(cat, Config{Rules: rules, NoChangelog: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := s.AddTable(ctx, rel); err != nil {
-		t.Fatal(err)
+		CloseCatalog(cat)
+		return nil, err
 	}
-	return &dvFixture{t: t, cat: cat, s: s, rel: rel, lsn: 1000}
+	return &dvFixture{cat: cat, s: s, rel: rel, lsn: 1000}, nil
 }
 
 func dvText(v string) decode.Datum { return decode.Datum{Kind: decode.Text, Data: []byte(v)} }
@@ -128,14 +139,7 @@ func (f *dvFixture) rows() (*table.Table, []string) {
 // deletion vector and no data file has two; it returns how many there are.
 func checkDVs(t *testing.T, tbl *table.Table) int {
 	t.Helper()
-	fs, err := tbl.FS(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, dels, err := liveFiles(tbl, fs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dels := liveDeletes(t, tbl)
 	seen := map[string]bool{}
 	for _, df := range dels {
 		if !table.IsDeletionVector(df) {
@@ -182,4 +186,59 @@ func TestDeletionVectorsFlushes(t *testing.T) {
 	if _, got = f.rows(); !slices.Equal(got, []string{"2=b2", "40=d5", "7=g2"}) {
 		t.Errorf("after the rebuild: mirror = %v", got)
 	}
+}
+
+// A v2 mirror with position deletes configured as 3: the next start
+// upgrades it, the old position delete files stay live, and the first DV
+// of a data file they delete rows of holds those rows too (a reader takes
+// the DV alone).
+func TestDeletionVectorsUpgrade(t *testing.T) {
+	wh := filepath.Join(t.TempDir(), "wh")
+	f := newDVFixture(t, wh, 2)
+	f.flush("+1 a", "+2 b", "+3 c", "+4 d")
+	f.flush("-2", "~3 c2")
+	tbl, _ := f.rows()
+	if v := tbl.Metadata().Version(); v != 2 {
+		t.Fatalf("format version %d, want 2", v)
+	}
+	f = newDVFixture(t, wh, 3)
+	f.lsn = 2000
+	tbl, _ = f.rows()
+	if v := tbl.Metadata().Version(); v != 3 {
+		t.Fatalf("after the restart: format version %d, want 3", v)
+	}
+	f.flush("-1", "~4 d2", "+5 e")
+	f.flush("-5", "+6 f")
+	tbl, got := f.rows()
+	if want := []string{"3=c2", "4=d2", "6=f"}; !slices.Equal(got, want) {
+		t.Errorf("mirror = %v, want %v", got, want)
+	}
+	var pos, dvs int
+	for _, df := range liveDeletes(t, tbl) {
+		if table.IsDeletionVector(df) {
+			dvs++
+		} else {
+			pos++
+		}
+	}
+	if pos == 0 || dvs == 0 {
+		t.Errorf("live delete files: %d position delete files, %d DVs; want both", pos, dvs)
+	}
+	if _, err := newDVFixtureErr(wh, 2); err == nil || !strings.Contains(err.Error(), "cannot downgrade") {
+		t.Errorf("a v3 mirror configured as 2: error %v, want one saying Iceberg cannot downgrade", err)
+	}
+}
+
+// liveDeletes returns the delete files of tbl's current snapshot.
+func liveDeletes(t *testing.T, tbl *table.Table) []icego.DataFile {
+	t.Helper()
+	fs, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, dels, err := liveFiles(tbl, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dels
 }

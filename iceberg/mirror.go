@@ -403,8 +403,7 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 	if err := m.rotate(); err != nil {
 		return err
 	}
-	data := m.closed
-	dels, superseded, err := m.writeFlushDeletes(ctx, data)
+	data, dels, superseded, err := m.writeFlushDeletes(ctx, m.closed)
 	if err != nil {
 		return err
 	}
