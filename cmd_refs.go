@@ -14,12 +14,23 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/pg2iceberg/pg2iceberg/connstr"
+	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/history"
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
 	"github.com/pg2iceberg/pg2iceberg/replication"
 )
 
-func tagCommand() *cli.Command    { return refCommand(table.TagRef) }
+func tagCommand() *cli.Command {
+	cmd := refCommand(table.TagRef)
+	create := cmd.Subcommands[0]
+	create.Usage = "point a new tag at a snapshot of one table, or with --all at one consistent cut of every table"
+	create.Description += `
+   pg2iceberg tag create --warehouse ./warehouse --all --name month-end [--lsn 0/16B3748]
+   (--all: every table the bridge writes, each at its snapshot for one LSN,
+   by default the newest complete cut)`
+	create.Flags = append(create.Flags, flagTagAll, flagTagLSN)
+	return cmd
+}
 func branchCommand() *cli.Command { return refCommand(table.BranchRef) }
 
 // refCommand is tag's or branch's create, list and drop.
@@ -34,27 +45,8 @@ func refCommand(kind table.RefType) *cli.Command {
 				Usage: fmt.Sprintf("point a new %s at a snapshot (default: the current one)", k),
 				Description: fmt.Sprintf(`Example:
    pg2iceberg %s create --warehouse ./warehouse --table shop.orders --name month-end --at lsn:0/16B3748`, k),
-				Flags: flags(storageFlags, []cli.Flag{flagHistoryTable, flagRefName, flagRefAt}),
-				Action: func(c *cli.Context) error {
-					at, err := history.ParsePoint(c.String(flagRefAt.Name))
-					if err != nil {
-						return fmt.Errorf("--at: %w", err)
-					}
-					cat, tbl, err := openTable(c.Context, c)
-					if err != nil {
-						return err
-					}
-					snap, err := history.Resolve(tbl, at)
-					if err != nil {
-						return err
-					}
-					name := c.String(flagRefName.Name)
-					if _, err := history.CreateRef(c.Context, cat, tbl, name, kind, snap.SnapshotID); err != nil {
-						return err
-					}
-					fmt.Printf("%s: %s %s at snapshot %d\n", c.String(flagHistoryTable.Name), k, name, snap.SnapshotID)
-					return nil
-				},
+				Flags:  flags(storageFlags, []cli.Flag{flagRefTable, flagRefName, flagRefAt}),
+				Action: func(c *cli.Context) error { return createRefCmd(c, kind) },
 			},
 			{
 				Name:  "list",
@@ -91,6 +83,73 @@ func refCommand(kind table.RefType) *cli.Command {
 			},
 		},
 	}
+}
+
+// createRefCmd is tag or branch create: one table at --at, or (tags)
+// every table at one cut with --all.
+func createRefCmd(c *cli.Context, kind table.RefType) error {
+	if c.Bool(flagTagAll.Name) {
+		return tagAllCmd(c)
+	}
+	if c.String(flagTagLSN.Name) != "" {
+		return fmt.Errorf("--lsn goes with --all; for one table give --at lsn:%s", c.String(flagTagLSN.Name))
+	}
+	if c.String(flagRefTable.Name) == "" {
+		return errors.New("give --table namespace.table, or --all to tag every table at one consistent cut")
+	}
+	at, err := history.ParsePoint(c.String(flagRefAt.Name))
+	if err != nil {
+		return fmt.Errorf("--at: %w", err)
+	}
+	cat, tbl, err := openTable(c.Context, c)
+	if err != nil {
+		return err
+	}
+	snap, err := history.Resolve(tbl, at)
+	if err != nil {
+		return err
+	}
+	name := c.String(flagRefName.Name)
+	if _, err := history.CreateRef(c.Context, cat, tbl, name, kind, snap.SnapshotID); err != nil {
+		return err
+	}
+	fmt.Printf("%s: %s %s at snapshot %d\n", c.String(flagRefTable.Name), kind, name, snap.SnapshotID)
+	return nil
+}
+
+// tagAllCmd tags every table the bridge writes at its snapshot for one
+// LSN: --lsn, or the newest complete cut.
+func tagAllCmd(c *cli.Context) error {
+	if c.String(flagRefTable.Name) != "" || c.IsSet(flagRefAt.Name) {
+		return errors.New("--all tags every table at one LSN: give --lsn (or nothing, for the newest complete cut), not --table or --at")
+	}
+	cat, err := iceberg.OpenCatalog(c.Context, catalogConfig(c))
+	if err != nil {
+		return err
+	}
+	tables, err := history.SourceTables(c.Context, cat)
+	if err != nil {
+		return err
+	}
+	var at decode.LSN
+	if v := c.String(flagTagLSN.Name); v != "" {
+		p, err := history.LSNPoint(v)
+		if err != nil {
+			return fmt.Errorf("--lsn: %w", err)
+		}
+		at = p.LSN
+	} else if at, err = history.Cut(tables); err != nil {
+		return err
+	}
+	name := c.String(flagRefName.Name)
+	snaps, err := history.TagAll(c.Context, cat, tables, name, at)
+	if err != nil {
+		return err
+	}
+	for i, tbl := range tables {
+		fmt.Printf("%s: tag %s at snapshot %d (lsn %s)\n", strings.Join(tbl.Identifier(), "."), name, snaps[i].SnapshotID, at)
+	}
+	return nil
 }
 
 func printRefs(refs []history.RefInfo, asJSON bool) error {

@@ -14,7 +14,7 @@ func runCommand() *cli.Command {
 		Usage: "copy the published tables, then stream every change into Iceberg",
 		Flags: flags(sourceFlags, []cli.Flag{
 			flagServeCatalog,
-			flagFlushInterval, flagFlushRows, flagFlushBytes, flagMemoryLimit, flagNoChangelog, flagSpoolDir, flagKeyIndexMemory, flagKeyIndexDir,
+			flagFlushInterval, flagFlushRows, flagFlushBytes, flagMemoryLimit, flagNoChangelog, flagConsistentTag, flagSpoolDir, flagReceiveTimeout, flagKeyIndexMemory, flagKeyIndexDir,
 			flagBackfill, flagCopyWorkers, flagMetricsAddr, flagOnStaleTable, flagOnSlotLost, flagRetentionAge, flagRetentionKeep,
 		}, catalogServerFlags),
 		Action: runCmd,

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
+	"github.com/pg2iceberg/pg2iceberg/replication"
 	"github.com/pg2iceberg/pg2iceberg/tiering"
 )
 
@@ -84,16 +85,19 @@ const (
 
 // run's.
 var (
-	flagFlushInterval = &cli.DurationFlag{Name: "flush-interval", EnvVars: env("flush-interval"), Value: iceberg.DefaultFlushInterval, Usage: "commit at least this often while changes are pending, e.g. 5s"}
-	flagFlushRows     = &cli.IntFlag{Name: "flush-rows", EnvVars: env("flush-rows"), Value: iceberg.DefaultFlushRows, Usage: "commit once this many changes are pending"}
-	flagFlushBytes    = &cli.Int64Flag{Name: "flush-bytes", EnvVars: env("flush-bytes"), Value: iceberg.DefaultFlushBytes, Usage: "commit once this many Parquet bytes are pending"}
-	flagMemoryLimit   = &cli.StringFlag{Name: "memory-limit", EnvVars: env("memory-limit"), Value: "384MiB", Usage: "soft memory limit of the Go heap, e.g. 384MiB, 2GiB or 2GB (KB, MB, GB: powers of 1000; KiB, MiB, GiB: powers of 1024); the process peaks somewhat above it"}
-	flagNoChangelog   = &cli.BoolFlag{Name: "no-changelog", EnvVars: env("no-changelog"), Usage: "do not write <table>__changelog tables"}
-	flagSpoolDir      = &cli.StringFlag{Name: "spool-dir", EnvVars: env("spool-dir"), Usage: "directory for large in-progress transactions (default: the system temp dir)"}
-	flagBackfill      = &cli.StringFlag{Name: "backfill", EnvVars: env("backfill"), Value: "copy", Usage: "copy: copy existing rows of every published table first; skip: only stream changes from now on"}
-	flagCopyWorkers   = &cli.IntFlag{Name: "backfill-workers", EnvVars: env("backfill-workers"), Value: runtime.NumCPU(), Usage: "connections copying a table in parallel (ctid block ranges, one snapshot)"}
-	flagMetricsAddr   = &cli.StringFlag{Name: "metrics-addr", EnvVars: env("metrics-addr"), Usage: "serve Prometheus metrics at /metrics, progress as JSON at /status and a health check at /healthz, e.g. 127.0.0.1:9187"}
-	flagOnStaleTable  = &cli.StringFlag{Name: "on-stale-table", EnvVars: env("on-stale-table"), Value: "fail",
+	flagFlushInterval  = &cli.DurationFlag{Name: "flush-interval", EnvVars: env("flush-interval"), Value: iceberg.DefaultFlushInterval, Usage: "commit at least this often while changes are pending, e.g. 5s"}
+	flagFlushRows      = &cli.IntFlag{Name: "flush-rows", EnvVars: env("flush-rows"), Value: iceberg.DefaultFlushRows, Usage: "commit once this many changes are pending"}
+	flagFlushBytes     = &cli.Int64Flag{Name: "flush-bytes", EnvVars: env("flush-bytes"), Value: iceberg.DefaultFlushBytes, Usage: "commit once this many Parquet bytes are pending"}
+	flagMemoryLimit    = &cli.StringFlag{Name: "memory-limit", EnvVars: env("memory-limit"), Value: "384MiB", Usage: "soft memory limit of the Go heap, e.g. 384MiB, 2GiB or 2GB (KB, MB, GB: powers of 1000; KiB, MiB, GiB: powers of 1024); the process peaks somewhat above it"}
+	flagConsistentTag  = &cli.BoolFlag{Name: "consistent-tag", EnvVars: env("consistent-tag"), Usage: "after each flush, move a tag named consistent on every table to the newest complete cut (one more commit per changed table; see docs/querying.md)"}
+	flagNoChangelog    = &cli.BoolFlag{Name: "no-changelog", EnvVars: env("no-changelog"), Usage: "do not write <table>__changelog tables"}
+	flagSpoolDir       = &cli.StringFlag{Name: "spool-dir", EnvVars: env("spool-dir"), Usage: "directory for large in-progress transactions (default: the system temp dir)"}
+	flagReceiveTimeout = &cli.DurationFlag{Name: "receive-timeout", EnvVars: env("receive-timeout"), Value: replication.DefaultReceiveTimeout,
+		Usage: "take the replication connection as lost (and reconnect) when the server sends nothing this long, not even the reply to a keepalive the bridge asks for halfway: a half-open connection"}
+	flagBackfill     = &cli.StringFlag{Name: "backfill", EnvVars: env("backfill"), Value: "copy", Usage: "copy: copy existing rows of every published table first; skip: only stream changes from now on"}
+	flagCopyWorkers  = &cli.IntFlag{Name: "backfill-workers", EnvVars: env("backfill-workers"), Value: runtime.NumCPU(), Usage: "connections copying a table in parallel (ctid block ranges, one snapshot)"}
+	flagMetricsAddr  = &cli.StringFlag{Name: "metrics-addr", EnvVars: env("metrics-addr"), Usage: "serve Prometheus metrics at /metrics, progress as JSON at /status and a health check at /healthz, e.g. 127.0.0.1:9187"}
+	flagOnStaleTable = &cli.StringFlag{Name: "on-stale-table", EnvVars: env("on-stale-table"), Value: "fail",
 		Usage: "a table whose catalog entry is behind commits the slot confirmed (a catalog restored from an older copy): fail (say what to run), or recopy (copy the table again; its changelog then lacks the changes in between)"}
 	flagOnSlotLost = &cli.StringFlag{Name: "on-slot-lost", EnvVars: env("on-slot-lost"), Value: "fail",
 		Usage: "a slot the server invalidated (wal_status lost: max_slot_wal_keep_size removed WAL it needed): fail (say what to do), or recopy (drop and create the slot, copy every table again; changelogs then lack the changes in between)"}
@@ -225,6 +229,9 @@ var (
 	flagTo   = &cli.StringFlag{Name: "to", Value: "current", Usage: "the newer point, as --from (default: the current snapshot)"}
 
 	flagRefName        = &cli.StringFlag{Name: "name", Required: true, Usage: "the tag's or branch's name: letters, digits, - and _"}
+	flagRefTable       = &cli.StringFlag{Name: "table", Usage: flagHistoryTable.Usage}
+	flagTagAll         = &cli.BoolFlag{Name: "all", Usage: "tag every table the bridge writes, each at its snapshot for one LSN (a consistent cut across tables)"}
+	flagTagLSN         = &cli.StringFlag{Name: "lsn", Usage: "with --all: the LSN to tag at, e.g. 0/16B3748 (default: the newest complete cut)"}
 	flagRefAt          = &cli.StringFlag{Name: "at", Value: "current", Usage: "the snapshot it points at, as diff's --from (default: the current snapshot)"}
 	flagRollTo         = &cli.StringFlag{Name: "to", Required: true, Usage: "the snapshot to go back to: a snapshot id, or a tag (ref:NAME or the plain name)"}
 	flagRollbackSource = &cli.StringFlag{Name: "source", EnvVars: env("source"),

@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 	_ "time/tzdata" // zone names of timestamptz rules, the same on every host
 
 	"github.com/urfave/cli/v2"
@@ -182,8 +183,12 @@ func runConfig(c *cli.Context, rules *mapping.Overrides, log *slog.Logger) (brid
 	}
 	cfg.Rules = rules
 	cfg.NoChangelog = c.Bool(flagNoChangelog.Name)
+	cfg.ConsistentTag = c.Bool(flagConsistentTag.Name)
 	cfg.FlushRows, cfg.FlushBytes, cfg.FlushInterval = c.Int(flagFlushRows.Name), c.Int64(flagFlushBytes.Name), c.Duration(flagFlushInterval.Name)
 	cfg.SpoolDir = c.String(flagSpoolDir.Name)
+	if cfg.ReceiveTimeout = c.Duration(flagReceiveTimeout.Name); cfg.ReceiveTimeout < 2*time.Second {
+		return cfg, fmt.Errorf("--receive-timeout %s is too short: give at least 2s (the default is %s; the server answers a keepalive request within it)", cfg.ReceiveTimeout, replication.DefaultReceiveTimeout)
+	}
 	if cfg.KeyIndex, err = keyIndexFlags(c); err != nil {
 		return cfg, err
 	}

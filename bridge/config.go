@@ -29,6 +29,9 @@ type Config struct {
 
 	// NoChangelog turns the changelog tables off (see iceberg.Config).
 	NoChangelog bool
+	// ConsistentTag moves a tag "consistent" on every table to the newest
+	// complete cut after each flush (see iceberg.Config).
+	ConsistentTag bool
 	// FlushRows, FlushBytes and FlushInterval bound a batch (see
 	// iceberg.Config; 0: the sink's defaults).
 	FlushRows     int
@@ -40,6 +43,10 @@ type Config struct {
 	// SpoolDir holds large in-progress transactions ("": the system temp
 	// dir).
 	SpoolDir string
+	// ReceiveTimeout bounds the server's silence on the replication
+	// connection before it is taken as lost (see
+	// replication.StreamConfig; 0: the default).
+	ReceiveTimeout time.Duration
 	// KeyIndex bounds the memory of each mirror's key index (see
 	// iceberg.KeyIndexConfig; zero: all in memory).
 	KeyIndex iceberg.KeyIndexConfig

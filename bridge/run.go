@@ -137,6 +137,7 @@ func (b *bridge) attempt(ctx context.Context, cat catalog.Catalog, sys replicati
 	b.sink = iceberg.NewSink(cat, iceberg.Config{
 		Source:        b.sourceID(sys),
 		NoChangelog:   b.cfg.NoChangelog,
+		ConsistentTag: b.cfg.ConsistentTag,
 		FlushRows:     b.cfg.FlushRows,
 		FlushBytes:    b.cfg.FlushBytes,
 		FlushInterval: b.cfg.FlushInterval,

@@ -16,6 +16,7 @@ import (
 func (b *bridge) session(ctx context.Context, start decode.LSN) error {
 	st, err := replication.StartStream(ctx, b.repl, replication.StreamConfig{
 		Slot: b.cfg.Slot, Publication: b.cfg.Publication, Start: start, SpoolDir: b.cfg.SpoolDir, Progress: b.progress, DDLKeys: b.src,
+		ReceiveTimeout: b.cfg.ReceiveTimeout,
 	}, b.sink, b.log)
 	if err != nil {
 		return err
@@ -133,17 +134,26 @@ func (b *bridge) recopy(ctx context.Context, relID uint32, keepalive func() erro
 	return b.copyTable(ctx, full, keepalive, 0)
 }
 
+// needsCopy says whether a schema change left existing rows with values
+// no change event carries (see columnsAdded).
+func (b *bridge) needsCopy(ctx context.Context, relID uint32, cols decode.NewColumns) (bool, error) {
+	if len(cols.Retyped) > 0 || len(cols.Dropped) > 0 {
+		return true, nil
+	}
+	return b.src.HasDefaults(ctx, relID, cols.Added)
+}
+
 // columnsAdded copies a table again when existing rows hold values no
 // change event carries: ADD COLUMN ... DEFAULT gives existing rows a
 // value, a type change kept as a new column converted every row, and a
 // column dropped from a mirror kept by the whole row changed every row's
 // key. Otherwise it clears the re-copy mark the schema commit set.
 func (b *bridge) columnsAdded(ctx context.Context, relID uint32, cols decode.NewColumns, keepalive func() error) error {
-	withDefault, err := b.src.HasDefaults(ctx, relID, cols.Added)
+	need, err := b.needsCopy(ctx, relID, cols)
 	if err != nil {
 		return err
 	}
-	if !withDefault && len(cols.Retyped) == 0 && len(cols.Dropped) == 0 {
+	if !need {
 		return b.sink.ClearRecopy(ctx, relID)
 	}
 	full, err := b.src.LookupTable(ctx, relID)

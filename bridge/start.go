@@ -62,8 +62,30 @@ func (b *bridge) catchUp(ctx context.Context, rels []*decode.Relation, confirmed
 			return b.stoppedOr(ctx, err)
 		}
 	}
-	// A re-copy for column values that was interrupted runs again.
+	return b.resumeRecopies(ctx)
+}
+
+// resumeRecopies runs again the re-copies for column values a stop
+// interrupted. A schema change's mark whose copy decision was not taken
+// yet (a crash right after the schema commit) takes it now, as
+// columnsAdded would have: a column added without a default needs no copy,
+// and copying anyway would leave a resync row in the changelog for a
+// change that never happened.
+func (b *bridge) resumeRecopies(ctx context.Context) error {
 	for _, rel := range b.sink.RecopyPending() {
+		if cols, ok := b.sink.RecopyCheck(rel.ID); ok {
+			need, err := b.needsCopy(ctx, rel.ID, cols)
+			if err != nil {
+				return err
+			}
+			if !need {
+				b.log.Info("an interrupted schema change needs no re-copy: the added columns have no default", "table", rel.QualifiedName(), "added", cols.Added)
+				if err := b.sink.ClearRecopy(ctx, rel.ID); err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		b.log.Info("an interrupted re-copy runs again", "table", rel.QualifiedName())
 		if err := b.copyTable(ctx, rel, nil, 0); err != nil {
 			return b.stoppedOr(ctx, err)

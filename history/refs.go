@@ -138,6 +138,8 @@ func checkRefName(name string) error {
 		return errors.New("give the ref a name (--name)")
 	case name == table.MainBranch:
 		return errors.New("main is the table's own branch: pick another name")
+	case name == iceberg.TagConsistent:
+		return fmt.Errorf("%s is the tag the bridge moves with run --consistent-tag: pick another name (tag create --all makes one that never moves)", name)
 	case strings.ContainsAny(name, " \t\n/`'\"."):
 		return fmt.Errorf("ref name %q: use letters, digits, - and _ (engines quote other names differently)", name)
 	}

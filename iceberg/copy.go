@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -504,6 +505,45 @@ func (s *Sink) ClearRecopy(ctx context.Context, relID uint32) error {
 		return nil
 	}
 	return m.removeProperties(ctx, "clear the re-copy mark of", PropRecopy)
+}
+
+// recopyCheck starts the PropRecopy value a schema change's commit sets
+// (icebergTable.evolve) until its caller decides whether the added or
+// retyped columns need a copy; the JSON after it is their
+// decode.NewColumns, so that a start after a crash in between can take
+// the same decision (see RecopyCheck).
+const recopyCheck = "to check: "
+
+func checkMark(nc decode.NewColumns) string {
+	b, err := json.Marshal(nc)
+	if err != nil {
+		// Slices of strings always marshal; keep the mark anyway, which
+		// makes the start copy the table.
+		return recopyCheck + fmt.Sprintf("added %v, retyped %v", nc.Added, nc.Retyped)
+	}
+	return recopyCheck + string(b)
+}
+
+// RecopyCheck returns the columns of relID's mirror whose copy decision a
+// crash interrupted: the mark its schema commit set is still there (see
+// checkMark). ok is false when the mirror has no such mark: none, or one
+// of a copy that must run again.
+func (s *Sink) RecopyCheck(relID uint32) (nc decode.NewColumns, ok bool) {
+	st, found := s.tables[relID]
+	if !found || st.mirror == nil {
+		return nc, false
+	}
+	return parseCheckMark(st.mirror.tbl.Properties()[PropRecopy])
+}
+
+// parseCheckMark reads a mark checkMark wrote; any other value (a copy to
+// run, a mark of an older version) is not one.
+func parseCheckMark(v string) (nc decode.NewColumns, ok bool) {
+	v, marked := strings.CutPrefix(v, recopyCheck)
+	if !marked || json.Unmarshal([]byte(v), &nc) != nil {
+		return decode.NewColumns{}, false
+	}
+	return nc, true
 }
 
 // RecopyPending returns the tables whose re-copy (MarkRecopy) did not

@@ -1,11 +1,13 @@
 package iceberg
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/iceberg/keyindex"
 )
 
@@ -73,5 +75,21 @@ func TestCopyWriterTake(t *testing.T) {
 	}
 	if m.index.Len() != 3 {
 		t.Errorf("index holds %d keys after upsert, want 3", m.index.Len())
+	}
+}
+
+// A schema change's "to check" mark names its columns so that a start
+// after a crash can take the copy decision; names with the characters of
+// the old %v form survive, and any other mark is a copy to run.
+func TestCheckMark(t *testing.T) {
+	nc := decode.NewColumns{Added: []string{"a, b]", "c"}, Retyped: []string{"d"}}
+	got, ok := parseCheckMark(checkMark(nc))
+	if !ok || !slices.Equal(got.Added, nc.Added) || !slices.Equal(got.Retyped, nc.Retyped) || len(got.Dropped) != 0 {
+		t.Errorf("parseCheckMark(checkMark(%v)) = %v, %v; want the same columns, true", nc, got, ok)
+	}
+	for _, v := range []string{"", "to check: added [c], retyped []", "added [c], retyped [], dropped [x] from a mirror kept by the whole row", "rows with unknown values after a resumed copy"} {
+		if got, ok := parseCheckMark(v); ok {
+			t.Errorf("parseCheckMark(%q) = %v, true; want a copy to run (false)", v, got)
+		}
 	}
 }

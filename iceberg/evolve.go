@@ -268,7 +268,7 @@ func (t *icebergTable) evolve(ctx context.Context, rel *decode.Relation, changel
 		case len(nc.Dropped) > 0:
 			props[PropRecopy] = fmt.Sprintf("added %v, retyped %v, dropped %v from a mirror kept by the whole row", nc.Added, nc.Retyped, nc.Dropped)
 		case len(nc.Added)+len(nc.Retyped) > 0:
-			props[PropRecopy] = fmt.Sprintf("to check: added %v, retyped %v", nc.Added, nc.Retyped)
+			props[PropRecopy] = checkMark(nc)
 		}
 	}
 	if err := t.commitTxn(ctx, txn, "evolve schema of", props); err != nil {

@@ -218,7 +218,7 @@ func (m *mirror) saveIndex() error {
 	if err != nil {
 		return fmt.Errorf("save key index of %s: %w", m.name(), err)
 	}
-	if err := m.index.Write(f, stamp); err != nil {
+	if err := m.index.Write(halfWriter{f}, stamp); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("save key index of %s: %w", m.name(), err)
 	}
@@ -261,4 +261,20 @@ func (m *mirror) loadIndex() error {
 		return err
 	}
 	return nil
+}
+
+// halfWriter writes each buffer in two halves with the crash point
+// index-save between them, so that the crash tests can kill the bridge in
+// the middle of writing an index file (its checksum then rejects it and
+// the index is rebuilt from the table).
+type halfWriter struct{ w io.Writer }
+
+func (h halfWriter) Write(p []byte) (int, error) {
+	n, err := h.w.Write(p[:len(p)/2])
+	if err != nil {
+		return n, err
+	}
+	crashPoint("index-save")
+	m, err := h.w.Write(p[len(p)/2:])
+	return n + m, err
 }

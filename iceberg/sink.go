@@ -31,6 +31,10 @@ type Config struct {
 	Source SourceID
 	// NoChangelog turns the changelog tables off.
 	NoChangelog bool
+	// ConsistentTag moves each table's tag "consistent" (TagConsistent) to
+	// the newest complete cut after every flush: one ref-only commit more
+	// per table that changed.
+	ConsistentTag bool
 	// FlushRows, FlushBytes and FlushInterval bound a batch: a flush happens
 	// at the first transaction boundary after any is reached.
 	FlushRows     int
@@ -342,6 +346,14 @@ func (s *Sink) Flush(ctx context.Context) error {
 	rows, tables, bytes := s.pending, 0, s.pendingBytes()
 	var moved []string // mirrors whose batches an outside commit dropped
 	for _, st := range s.tables {
+		// Every table was committed through s.durable before this flush:
+		// its commits record that as the complete cut (PropCut).
+		if t := mirrorTable(st.mirror); t != nil {
+			t.cut = s.durable
+		}
+		if t := changelogTable(st.changelog); t != nil {
+			t.cut = s.durable
+		}
 		// The changelog commits first: a mirror is then never ahead of its
 		// changelog, so a replayed change that reads an unchanged value back
 		// from the mirror reads the state before that change.
@@ -379,6 +391,7 @@ func (s *Sink) Flush(ctx context.Context) error {
 	// commit this flush makes durable.
 	s.stats.flushed(rows, bytes, time.Since(start), s.tx.commitTS)
 	s.afterFlush(ctx)
+	s.moveConsistentTags(ctx)
 	s.stats.Changes.Add(int64(rows))
 	s.stats.Flushes.Add(1)
 	s.publishStatus()

@@ -242,6 +242,7 @@ func (s *Sink) SpecAbandon(reason string) {
 	s.log.Info("streamed transaction will be applied at its commit", "xid", s.spec.xid, "applied_ahead", s.spec.changes, "reason", reason)
 	s.spec.discard()
 	s.spec = nil
+	crashPoint("spec-abort")
 }
 
 // abandonSpecFor abandons the speculation when it changed st.

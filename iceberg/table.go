@@ -28,6 +28,14 @@ const (
 	PropCommitID = "pg2iceberg.commit-id" // unique per commit attempt, for unknown outcomes
 )
 
+// PropCut is a table property each flush's commits set: the source LSN of
+// the newest flush that had committed every table of the source before
+// this one began (Sink.Durable then). At that LSN every table's state is
+// known (each table's newest snapshot with a watermark at or below it), so
+// the largest PropCut over a source's tables is a consistent cut across
+// them (see history.Cut).
+const PropCut = "pg2iceberg.cut"
+
 // Table properties set on every table the bridge creates.
 var tableProps = icego.Properties{
 	"format-version": "2",
@@ -45,6 +53,7 @@ type icebergTable struct {
 	tbl       *table.Table
 	fs        icebergio.WriteFileIO
 	watermark decode.LSN       // end LSN of the last source transaction committed
+	cut       decode.LSN       // the complete cut to record with the next commit (PropCut); 0: none
 	committed time.Time        // when the bridge last committed to it
 	upkeep    tiering.Schedule // maintenance after commits
 	// bindErr is a source column whose type the schema cannot hold (see
@@ -277,6 +286,17 @@ func parseLSNProp(v string) (decode.LSN, error) {
 	return decode.LSN(n), nil
 }
 
+// tableProperties are the properties each commit sets on the table: the
+// watermark (it outlives the snapshots, see Watermark) and the complete
+// cut when known (PropCut), which costs no commit of its own.
+func (t *icebergTable) tableProperties(lsn, source string) icego.Properties {
+	p := icego.Properties{PropLSN: lsn, PropSource: source}
+	if t.cut > 0 {
+		p[PropCut] = strconv.FormatUint(uint64(t.cut), 10)
+	}
+	return p
+}
+
 // commit commits data and delete files in one snapshot whose summary carries
 // the watermark lsn (and the extra properties, may be nil). It handles the three outcomes of a commit: committed;
 // conflict (reload and retry); unknown (reload, look for our commit id).
@@ -304,9 +324,7 @@ func (t *icebergTable) commitFiles(ctx context.Context, cat catalog.Catalog, dat
 			return fmt.Errorf("commit %s: %w", t.name(), err)
 		}
 		txn := base.NewTransaction()
-		// The watermark as a table property too: it outlives the snapshots
-		// (see Watermark).
-		err = txn.SetProperties(icego.Properties{PropLSN: props[PropLSN], PropSource: source})
+		err = txn.SetProperties(t.tableProperties(props[PropLSN], source))
 		if err == nil {
 			err = t.stageFiles(ctx, txn, data, deletes, replaceAll, props)
 		}

@@ -119,3 +119,46 @@ func TestQuietPublicationSlotAdvances(t *testing.T) {
 	}
 	b.stop(t)
 }
+
+// The slot is invalidated while the bridge streams from it: an open
+// transaction (on another table, so it locks no row the test changes)
+// holds the slot's restart_lsn back, WAL past
+// max_slot_wal_keep_size is written, and the checkpoint terminates the
+// walsender and marks the slot lost. With --on-slot-lost=recopy the same
+// process sees START_REPLICATION refused, drops the slot, creates it again
+// and copies the table again; the mirror ends equal to Postgres.
+func TestSlotLostWhileRunning(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pg, conn := startSourceWith(t, map[string]string{"max_slot_wal_keep_size": "1MB"}, slotLostSchema)
+	tg := localTarget(t)
+	b := startBridge(t, nil, runArgs(pg, "sl_pub", tg, "--on-slot-lost=recopy")...)
+	waitSlot(t, conn, slotLostSlot, b)
+	exec1(t, conn, `UPDATE a SET v = 'streamed' WHERE id <= 10`)
+	waitCaughtUp(t, conn, slotLostSlot, b)
+	pid := b.cmd.Process.Pid
+
+	holder := pgConn(t, pg)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO filler (pad) VALUES ('held open')`); err != nil {
+		t.Fatal(err)
+	}
+	exec1(t, conn, `DELETE FROM a WHERE id % 7 = 0`)
+	invalidateSlot(t, conn, slotLostSlot)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := &reconnectRun{conn: conn, b: b}
+	r.waitLog(t, "slot invalidated by the server: dropping it and copying every table again")
+	waitSlot(t, conn, slotLostSlot, b)
+	exec1(t, conn, `UPDATE a SET v = 'after the recopy' WHERE id <= 3`)
+	waitCaughtUp(t, conn, slotLostSlot, b)
+	if !b.running() || b.cmd.Process.Pid != pid {
+		t.Fatalf("bridge running=%v pid %d, want pid %d still running (a re-copy in the process)", b.running(), b.cmd.Process.Pid, pid)
+	}
+	b.stop(t)
+	compareRows(t, "iceberg-go", "a", "id", icegoRows(t, tg, "public.a"), pgRows(t, conn, "id::text AS id, v", "a"))
+}

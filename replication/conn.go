@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -44,6 +45,11 @@ func parseConfig(connURL string, replication bool) (*pgconn.Config, error) {
 		// pgconn's parse errors can echo the string; say only what is wrong.
 		return nil, fmt.Errorf("source %s is not a valid PostgreSQL connection string (postgres://user@host:5432/db, or host=... dbname=...)", connstr.Redact(connURL))
 	}
+	if cfg.ConnectTimeout == 0 {
+		// libpq waits forever by default; a connection attempt into a
+		// dead path (a half-open network) would hang a reconnect.
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
 	for k, v := range sessionParams {
 		cfg.RuntimeParams[k] = v
 	}
@@ -52,6 +58,10 @@ func parseConfig(connURL string, replication bool) (*pgconn.Config, error) {
 	}
 	return cfg, nil
 }
+
+// DefaultConnectTimeout bounds a connection attempt whose connection
+// string sets no connect_timeout.
+const DefaultConnectTimeout = 30 * time.Second
 
 // connectError explains a failed connection without leaking the password.
 func connectError(connURL string, err error) error {

@@ -58,7 +58,10 @@ func (s *Source) Lease(ctx context.Context) error { return Lease(ctx, s.conn, s.
 // takes the lease again (see Relock), an error if another bridge took it
 // meanwhile.
 func (s *Source) Reopen(ctx context.Context, log *slog.Logger) error {
-	err := s.conn.Ping(ctx)
+	// Bounded: on a half-open connection a ping's answer never comes.
+	pctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
+	err := s.conn.Ping(pctx)
+	cancel()
 	if err == nil {
 		return nil
 	}

@@ -85,6 +85,14 @@ type StreamConfig struct {
 	// TickInterval is how often the sink's time-based flush is checked
 	// (default 1s).
 	TickInterval time.Duration
+	// ReceiveTimeout bounds the server's silence (default
+	// DefaultReceiveTimeout): after half of it with nothing received,
+	// a standby status asks the server for a reply; without one within
+	// the other half the connection is taken as lost (a half-open
+	// connection: a peer gone without a FIN, a path that drops packets).
+	// It is checked when a read finds nothing until its deadline (the next
+	// tick or status), so messages waiting in the socket always count.
+	ReceiveTimeout time.Duration
 	// SpoolDir holds streamed in-progress transactions (default: temp dir).
 	SpoolDir string
 	// Progress, when set, is updated with the stream's position.
@@ -126,6 +134,9 @@ type Stream struct {
 	// and the changes handled since.
 	readDeadline, nextStatus, nextTick, now time.Time
 	stale                                   int
+	// lastRecv is when a message was last received, pinged when a reply
+	// was asked for since (zero: none asked); see checkSilence.
+	lastRecv, pinged time.Time
 
 	// events are what Next returns before it goes on; after is what is
 	// left of the message whose event Next returned (see NewTable), run
@@ -146,6 +157,9 @@ func StartStream(ctx context.Context, conn *pgconn.PgConn, cfg StreamConfig, sin
 	if cfg.TickInterval <= 0 {
 		cfg.TickInterval = time.Second
 	}
+	if cfg.ReceiveTimeout <= 0 {
+		cfg.ReceiveTimeout = DefaultReceiveTimeout
+	}
 	sp, err := newSpool(cfg.SpoolDir)
 	if err != nil {
 		return nil, err
@@ -153,7 +167,7 @@ func StartStream(ctx context.Context, conn *pgconn.PgConn, cfg StreamConfig, sin
 	if sp.stale > 0 {
 		log.Info("stale spool directories removed", "count", sp.stale, "dir", filepath.Dir(sp.dir))
 	}
-	s := &Stream{cfg: cfg, conn: conn, sink: sink, log: log, spool: sp, progress: cfg.Progress, skipped: make(map[uint32]string)}
+	s := &Stream{cfg: cfg, conn: conn, sink: sink, log: log, spool: sp, progress: cfg.Progress, skipped: make(map[uint32]string), lastRecv: time.Now()}
 	if cfg.DDLKeys != nil {
 		s.auth.load = cfg.DDLKeys.LoadDDLKey
 	}
@@ -286,11 +300,13 @@ func (s *Stream) receive(ctx, sinkCtx context.Context) (stopped bool, err error)
 	s.stale = (s.stale + 1) % clockEvery
 	if err != nil {
 		if pgconn.Timeout(err) {
-			s.stale = 0
-			return false, nil
+			// Nothing to read until the deadline: is the server silent?
+			s.stale, s.now = 0, time.Now()
+			return false, s.checkSilence(sinkCtx)
 		}
 		return false, &ConnError{Op: "receive replication message", Err: err}
 	}
+	s.lastRecv, s.pinged = s.now, time.Time{}
 	switch m := raw.(type) {
 	case *pgproto3.ErrorResponse:
 		pgErr := pgconn.ErrorResponseToPgError(m)

@@ -4,6 +4,8 @@
 #   - PostgreSQL server binaries (Debian's postgresql package) and PostGIS
 #     for that server (postgresql-<major>-postgis-3)
 #   - versitygw v1.8.0, a local S3 gateway (go install)
+#   - toxiproxy v2.5.0, a fault-injecting TCP proxy (go install), as
+#     toxiproxy-server
 #   - Python readers: pyiceberg + pyarrow, duckdb + its iceberg extension,
 #     pyspark
 #   - Java 17 and Maven (apt-get), and the iceberg-spark-runtime jar matching
@@ -32,6 +34,7 @@ for arg in "$@"; do
 done
 
 VERSITYGW_VERSION=v1.8.0
+TOXIPROXY_VERSION=v2.5.0 # keep in step with harness.ToxiproxyVersion
 PYICEBERG_VERSION=0.12.0
 PYARROW_VERSION=26.0.1
 DUCKDB_VERSION=1.4.4
@@ -138,6 +141,31 @@ else
 	go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 	VGW=$(find_versitygw) || die "go install finished but versitygw is not in $GOBIN_DIR: check 'go env GOBIN GOPATH'"
 	say "versitygw installed at $VGW"
+fi
+
+# --------------------------------------------------------------- toxiproxy
+# The network-fault tests put toxiproxy between the bridge and Postgres or
+# S3. Its command is named "server"; it is installed as toxiproxy-server.
+find_toxiproxy() {
+	local p
+	for p in "$(command -v toxiproxy-server 2>/dev/null || true)" "$GOBIN_DIR/toxiproxy-server" "${HOME:-/root}/go/bin/toxiproxy-server"; do
+		if [ -n "$p" ] && [ -x "$p" ]; then echo "$p"; return 0; fi
+	done
+	return 1
+}
+
+if TOXI=$(find_toxiproxy); then
+	say "toxiproxy-server found at $TOXI"
+else
+	say "building toxiproxy $TOXIPROXY_VERSION with go install (about a minute)"
+	TOXI_TMP=$(mktemp -d)
+	GOBIN="$TOXI_TMP" go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" ||
+		die "go install of toxiproxy $TOXIPROXY_VERSION failed (see above): check the Go module proxy ('go env GOPROXY')"
+	mkdir -p "$GOBIN_DIR"
+	mv "$TOXI_TMP/server" "$GOBIN_DIR/toxiproxy-server"
+	rmdir "$TOXI_TMP"
+	TOXI=$(find_toxiproxy) || die "toxiproxy-server was moved to $GOBIN_DIR but is not found there: check 'go env GOBIN GOPATH'"
+	say "toxiproxy-server installed at $TOXI"
 fi
 
 # ------------------------------------------------------------------ python
@@ -344,6 +372,7 @@ fi
 say "available tools:"
 echo "  postgres:   $("$PG_BINDIR/postgres" --version) ($PG_BINDIR)"
 echo "  versitygw:  $VGW ($VERSITYGW_VERSION when built by this script)"
+echo "  toxiproxy:  $TOXI ($TOXIPROXY_VERSION when built by this script)"
 echo "  go:         $(go version)"
 echo "  java:       $JAVA_VERSION"
 echo "  compose:    $COMPOSE_VERSION (validates docker-compose.yml only)"

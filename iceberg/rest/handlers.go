@@ -13,6 +13,9 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/history"
 )
 
 // endpoints are the routes /v1/config advertises; clients that read them
@@ -77,14 +80,27 @@ type loadCredentialsResponse struct {
 // catalog or its warehouse: a client pointed at the wrong server learns so
 // at once instead of at its first table.
 func (s *Server) config(w http.ResponseWriter, r *http.Request) {
-	if wh := r.URL.Query().Get("warehouse"); wh != "" && !s.serves(wh) {
+	wh := r.URL.Query().Get("warehouse")
+	prefix := s.cfg.Prefix
+	if wh == ConsistentWarehouse {
+		cut, err := s.currentCut(r.Context())
+		if errors.Is(err, history.ErrNoCut) {
+			writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableException", err.Error())
+			return
+		}
+		if err != nil {
+			s.fail(w, r, fmt.Errorf("find the consistent cut: %w", err))
+			return
+		}
+		prefix = cutPrefixFor(cut)
+	} else if wh != "" && !s.serves(wh) {
 		writeError(w, http.StatusBadRequest, "BadRequestException",
-			fmt.Sprintf("warehouse %q is not served here: this catalog is %q over %s; leave warehouse unset or use one of those", wh, s.cfg.Name, s.cfg.Warehouse))
+			fmt.Sprintf("warehouse %q is not served here: this catalog is %q over %s; leave warehouse unset, use one of those, or %q to read every table at one consistent cut", wh, s.cfg.Name, s.cfg.Warehouse, ConsistentWarehouse))
 		return
 	}
 	writeJSON(w, http.StatusOK, configResponse{
 		Defaults:  map[string]string{},
-		Overrides: map[string]string{"prefix": s.cfg.Prefix},
+		Overrides: map[string]string{"prefix": prefix},
 		Endpoints: endpoints,
 	})
 }
@@ -175,7 +191,9 @@ func (s *Server) listTables(w http.ResponseWriter, r *http.Request, ns []string)
 	writeJSON(w, http.StatusOK, listTablesResponse{Identifiers: page, NextPageToken: next})
 }
 
-func (s *Server) loadTable(w http.ResponseWriter, r *http.Request, ident table.Identifier) {
+// loadTable serves a table's metadata; pin, when not nil, is the LSN of
+// the session's consistent cut, at which the table is served (pinMetadata).
+func (s *Server) loadTable(w http.ResponseWriter, r *http.Request, ident table.Identifier, pin *decode.LSN) {
 	if snaps := r.URL.Query().Get("snapshots"); snaps != "" && snaps != "all" && snaps != "refs" {
 		writeError(w, http.StatusBadRequest, "BadRequestException", fmt.Sprintf("snapshots=%q: use all or refs", snaps))
 		return
@@ -187,7 +205,17 @@ func (s *Server) loadTable(w http.ResponseWriter, r *http.Request, ident table.I
 	}
 	// A metadata file is never rewritten, so its location (with the
 	// snapshots mode) names the response: a client holding it gets 304.
-	etag := tableETag(tbl.MetadataLocation(), r.URL.Query().Get("snapshots"))
+	var snap *table.Snapshot
+	mode := r.URL.Query().Get("snapshots")
+	if pin != nil {
+		if snap, err = history.Resolve(tbl, history.Point{Kind: history.LSN, LSN: *pin}); err != nil {
+			writeError(w, http.StatusNotFound, "NoSuchTableException",
+				fmt.Sprintf("%v: this table cannot be read at the session's cut; start a new catalog session for a newer cut", err))
+			return
+		}
+		mode += "\x00cut " + pin.String()
+	}
+	etag := tableETag(tbl.MetadataLocation(), mode)
 	w.Header().Set("ETag", etag)
 	if etagMatch(r.Header.Get("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
@@ -197,7 +225,9 @@ func (s *Server) loadTable(w http.ResponseWriter, r *http.Request, ident table.I
 	// metadata-location, without reading that file a second time; with
 	// snapshots=refs, only the snapshots a branch or tag points at.
 	meta, err := json.Marshal(tbl.Metadata())
-	if err == nil && r.URL.Query().Get("snapshots") == "refs" {
+	if err == nil && snap != nil {
+		meta, err = pinMetadata(meta, snap)
+	} else if err == nil && r.URL.Query().Get("snapshots") == "refs" {
 		meta, err = refsOnly(meta, tbl.Metadata())
 	}
 	if err != nil {

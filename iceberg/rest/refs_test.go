@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	icego "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -75,6 +76,12 @@ func TestLoadTableSnapshotsRefs(t *testing.T) {
 // appendRow commits one more row to tbl in a snapshot of its own.
 func appendRow(t *testing.T, tbl *table.Table, id int64) *table.Table {
 	t.Helper()
+	return appendRowWith(t, tbl, id, nil)
+}
+
+// appendRowWith is appendRow with the snapshot's summary properties.
+func appendRowWith(t *testing.T, tbl *table.Table, id int64, props icego.Properties) *table.Table {
+	t.Helper()
 	sc := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "status", Type: arrow.BinaryTypes.String, Nullable: true},
@@ -87,7 +94,7 @@ func appendRow(t *testing.T, tbl *table.Table, id int64) *table.Table {
 	defer rec.Release()
 	at := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
 	defer at.Release()
-	out, err := tbl.AppendTable(context.Background(), at, 10, nil)
+	out, err := tbl.AppendTable(context.Background(), at, 10, props)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
+
+	"github.com/pg2iceberg/pg2iceberg/decode"
 )
 
 // DefaultName is the catalog name (and path prefix) when Config leaves it
@@ -74,6 +76,9 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	var errs []error
+	if strings.HasPrefix(c.Prefix, cutPrefix) {
+		errs = append(errs, fmt.Errorf("catalog prefix %q: prefixes starting with %q name consistent cuts; pick another", c.Prefix, cutPrefix))
+	}
 	if strings.Contains(c.Prefix, "/") || reserved[c.Prefix] {
 		errs = append(errs, fmt.Errorf("catalog prefix %q: use one path segment that is not one of config, oauth, namespaces, tables, transactions, views", c.Prefix))
 	}
@@ -185,6 +190,11 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
+		if strings.HasPrefix(segs[0], cutPrefix) {
+			writeError(w, http.StatusForbidden, "ForbiddenException",
+				fmt.Sprintf("%s is a consistent cut, read-only: %s %s is not allowed; pg2iceberg run writes the tables", segs[0], r.Method, r.URL.Path))
+			return
+		}
 		writeError(w, http.StatusForbidden, "ForbiddenException",
 			fmt.Sprintf("the catalog served by pg2iceberg is read-only: %s %s is not allowed; pg2iceberg run writes the tables", r.Method, r.URL.Path))
 		return
@@ -244,7 +254,7 @@ func splitPath(u *url.URL, mount string) ([]string, bool) {
 }
 
 func isMetrics(segs []string, prefix string) bool {
-	if len(segs) > 0 && segs[0] == prefix {
+	if len(segs) > 0 && (segs[0] == prefix || strings.HasPrefix(segs[0], cutPrefix)) {
 		segs = segs[1:]
 	}
 	return len(segs) == 5 && segs[0] == "namespaces" && segs[2] == "tables" && segs[4] == "metrics"
@@ -256,10 +266,18 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, segs []string) {
 		s.config(w, r)
 		return
 	}
+	var pin *decode.LSN
 	if !reserved[segs[0]] {
-		if segs[0] != s.cfg.Prefix {
+		l, isCut, err := parseCutPrefix(segs[0])
+		switch {
+		case err != nil:
+			writeError(w, http.StatusNotFound, "NotFoundException", err.Error())
+			return
+		case isCut:
+			pin = &l
+		case segs[0] != s.cfg.Prefix:
 			writeError(w, http.StatusNotFound, "NotFoundException",
-				fmt.Sprintf("unknown prefix %q: this catalog's prefix is %q (see GET /v1/config)", segs[0], s.cfg.Prefix))
+				fmt.Sprintf("unknown prefix %q: this catalog's prefix is %q, or a consistent cut's from GET /v1/config?warehouse=%s", segs[0], s.cfg.Prefix, ConsistentWarehouse))
 			return
 		}
 		segs = segs[1:]
@@ -293,7 +311,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, segs []string) {
 			s.tableExists(w, r, append(ns, segs[3]))
 			return
 		case len(segs) == 4 && segs[2] == "tables":
-			s.loadTable(w, r, append(ns, segs[3]))
+			s.loadTable(w, r, append(ns, segs[3]), pin)
 			return
 		case len(segs) == 5 && segs[2] == "tables" && segs[4] == "credentials" && !head:
 			s.loadCredentials(w, r, append(ns, segs[3]))

@@ -310,6 +310,18 @@ func findVersitygw() (string, error) {
 	if p, err := exec.LookPath("versitygw"); err == nil {
 		return p, nil
 	}
+	dirs := goBinDirs()
+	for _, d := range dirs {
+		if p := filepath.Join(d, "versitygw"); isExec(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("versitygw not found in PATH or %s: run scripts/setup.sh (it runs go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)", strings.Join(dirs, ", "))
+}
+
+// goBinDirs are where go install puts binaries: $GOBIN, $(go env GOBIN),
+// each $(go env GOPATH)/bin and $HOME/go/bin.
+func goBinDirs() []string {
 	var dirs []string
 	if d := os.Getenv("GOBIN"); d != "" {
 		dirs = append(dirs, d)
@@ -328,12 +340,7 @@ func findVersitygw() (string, error) {
 	if home, err := os.UserHomeDir(); err == nil {
 		dirs = append(dirs, filepath.Join(home, "go", "bin"))
 	}
-	for _, d := range dirs {
-		if p := filepath.Join(d, "versitygw"); isExec(p) {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("versitygw not found in PATH or %s: run scripts/setup.sh (it runs go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)", strings.Join(dirs, ", "))
+	return dirs
 }
 
 // reapStale cleans up temp dirs left by test processes that died without

@@ -11,7 +11,8 @@ stdin, one request per line, each naming its session:
         whose catalog "pg" is the REST catalog at uri (token optional; or
         "credential": "id:secret", traded for a token at uri's
         /v1/oauth/tokens; an https uri's CA must be in the JVM's trust
-        store, javax.net.ssl.trustStore)
+        store, javax.net.ssl.trustStore; "warehouse" optional, e.g.
+        "consistent" for a session pinned to one consistent cut)
     {"op": "open", "session": "s2", "jdbc_name": "pg2iceberg",
      "jdbc_uri": "jdbc:postgresql://127.0.0.1:5432/lake",
      "jdbc_user": "postgres", "jdbc_warehouse": "file:///abs/wh",
@@ -97,13 +98,16 @@ def base_session(args):
     return spark
 
 
-def open_session(base, uri, token, credential=None):
+def open_session(base, uri, token, credential=None, warehouse=None):
     """A session of its own (its own SQL conf and catalogs, the JVM and
-    the extensions shared) whose catalog "pg" is the REST catalog at uri."""
+    the extensions shared) whose catalog "pg" is the REST catalog at uri
+    (asking /v1/config for warehouse, when given)."""
     s = base.newSession()
     for k, v in SESSION_CONF.items():
         s.conf.set(k, v)
     s.conf.set("spark.sql.catalog.pg.uri", uri)
+    if warehouse:
+        s.conf.set("spark.sql.catalog.pg.warehouse", warehouse)
     if token:
         s.conf.set("spark.sql.catalog.pg.token", token)
     if credential:
@@ -208,7 +212,7 @@ def handle(base, sessions, req):
         if "jdbc_uri" in req:
             sessions[name] = Session(open_jdbc_session(base, req))
         else:
-            sessions[name] = Session(open_session(base, req["uri"], req.get("token"), req.get("credential")))
+            sessions[name] = Session(open_session(base, req["uri"], req.get("token"), req.get("credential"), req.get("warehouse")))
         return None
     if op == "close":
         sessions.pop(name, None)
