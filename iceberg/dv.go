@@ -131,46 +131,59 @@ func (m *mirror) writeDVs(ctx context.Context, data []icego.DataFile) (dvs, supe
 		refs[df.FilePath()] = refOf(df)
 	}
 	refFor := m.refLookup(refs)
-	meta := m.tbl.Metadata()
-	w := dv.NewDVWriter(m.fs, func(id int32) *icego.PartitionSpec { return meta.PartitionSpecByID(int(id)) })
-	for i := 0; i < len(m.deletes); {
-		path := m.deletes[i].path
-		j := i
-		for j < len(m.deletes) && m.deletes[j].path == path {
-			j++
-		}
-		ref := fileRef{spec: meta.DefaultPartitionSpec()}
-		if !m.onlyUnpartitioned() {
-			if ref, err = refFor(path); err != nil {
-				return nil, nil, err
-			}
-		}
+	if m.onlyUnpartitioned() {
+		refFor = func(string) (fileRef, error) { return fileRef{spec: m.tbl.Metadata().DefaultPartitionSpec()}, nil }
+	}
+	dvs, err = writeDVsOf(ctx, m.fs, m.tbl, m.deletes, refFor, func(w *dv.DVWriter, path string, ref fileRef) error {
 		if old, ok := live.byData[path]; ok {
 			bm, err := dv.ReadDV(m.fs, old)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%s: read the deletion vector of %s: %w", m.name(), path, err)
+				return fmt.Errorf("read the deletion vector of %s: %w", path, err)
 			}
 			w.Load(path, bm, int32(ref.spec), ref.partition)
 			superseded = append(superseded, old)
-		} else {
-			for pos := range live.older[path] {
-				if err := w.AddPosition(path, pos, int32(ref.spec), ref.partition); err != nil {
-					return nil, nil, fmt.Errorf("%s: %w", m.name(), err)
-				}
+			return nil
+		}
+		for pos := range live.older[path] {
+			if err := w.AddPosition(path, pos, int32(ref.spec), ref.partition); err != nil {
+				return err
 			}
 		}
-		for _, d := range m.deletes[i:j] {
-			if err := w.AddPosition(path, d.pos, int32(ref.spec), ref.partition); err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", m.name(), err)
-			}
-		}
-		i = j
-	}
-	dvs, err = w.Flush(ctx, dvPath(m.tbl))
+		return nil
+	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: write deletion vectors: %w", m.name(), err)
+		return nil, nil, fmt.Errorf("%s: %w", m.name(), err)
 	}
 	return dvs, superseded, nil
+}
+
+// writeDVsOf writes dels (sorted by path) of tbl as one Puffin file of one
+// deletion vector per data file, under the spec and partition refOf gives
+// it; seed (may be nil) adds what the DV of a data file holds besides.
+func writeDVsOf(ctx context.Context, fs icebergio.WriteFileIO, tbl *table.Table, dels []posDelete, refOf func(path string) (fileRef, error), seed func(w *dv.DVWriter, path string, ref fileRef) error) ([]icego.DataFile, error) {
+	meta := tbl.Metadata()
+	w := dv.NewDVWriter(fs, func(id int32) *icego.PartitionSpec { return meta.PartitionSpecByID(int(id)) })
+	err := eachFileRun(dels, refOf, func(path string, ref fileRef, run []posDelete) error {
+		if seed != nil {
+			if err := seed(w, path, ref); err != nil {
+				return err
+			}
+		}
+		for _, d := range run {
+			if err := w.AddPosition(path, d.pos, int32(ref.spec), ref.partition); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	dvs, err := w.Flush(ctx, dvPath(tbl))
+	if err != nil {
+		return nil, fmt.Errorf("write deletion vectors: %w", err)
+	}
+	return dvs, nil
 }
 
 // noteDVs moves the DV cache to snapshot snap, which added dvs and removed
@@ -218,4 +231,21 @@ func readDVInto(fs icebergio.IO, df icego.DataFile, deleted map[string]map[int64
 		set[int64(p)] = true
 	}
 	return nil
+}
+
+// splitDVs moves a v3 table's deletion vectors out of r.oldDeletes into
+// r.dvs: a DV goes with its data file, if rewritten, and else stays (see
+// stageRewrite); the position delete files (of the table's v2 days) are
+// all replaced, as on v2.
+func (r *rewrite) splitDVs() {
+	r.dvs = map[string]icego.DataFile{}
+	pos := r.oldDeletes[:0:0]
+	for _, df := range r.oldDeletes {
+		if table.IsDeletionVector(df) && df.ReferencedDataFile() != nil {
+			r.dvs[*df.ReferencedDataFile()] = df
+		} else {
+			pos = append(pos, df)
+		}
+	}
+	r.oldDeletes = pos
 }

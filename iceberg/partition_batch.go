@@ -261,6 +261,23 @@ func (m *mirror) refLookup(refs map[string]fileRef) func(path string) (fileRef, 
 func groupDeletes(tbl *table.Table, dels []posDelete, refOf func(path string) (fileRef, error)) ([]deleteGroup, error) {
 	byKey := map[string]int{}
 	var groups []deleteGroup
+	err := eachFileRun(dels, refOf, func(path string, ref fileRef, run []posDelete) error {
+		k := strconv.Itoa(ref.spec) + "/" + partitionKey(tbl.Metadata().PartitionSpecByID(ref.spec), ref.partition)
+		g, seen := byKey[k]
+		if !seen {
+			g = len(groups)
+			byKey[k] = g
+			groups = append(groups, deleteGroup{ref: ref})
+		}
+		groups[g].dels = append(groups[g].dels, run...)
+		return nil
+	})
+	return groups, err
+}
+
+// eachFileRun calls fn for each data file's run of dels (sorted by path),
+// with the spec and partition refOf gives the file.
+func eachFileRun(dels []posDelete, refOf func(path string) (fileRef, error), fn func(path string, ref fileRef, run []posDelete) error) error {
 	for i := 0; i < len(dels); {
 		path := dels[i].path
 		j := i
@@ -269,19 +286,14 @@ func groupDeletes(tbl *table.Table, dels []posDelete, refOf func(path string) (f
 		}
 		ref, err := refOf(path)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		k := strconv.Itoa(ref.spec) + "/" + partitionKey(tbl.Metadata().PartitionSpecByID(ref.spec), ref.partition)
-		g, seen := byKey[k]
-		if !seen {
-			g = len(groups)
-			byKey[k] = g
-			groups = append(groups, deleteGroup{ref: ref})
+		if err := fn(path, ref, dels[i:j]); err != nil {
+			return err
 		}
-		groups[g].dels = append(groups[g].dels, dels[i:j]...)
 		i = j
 	}
-	return groups, nil
+	return nil
 }
 
 // loadFileRefs records the spec and partition of every live data file of
