@@ -51,6 +51,10 @@ type rewrite struct {
 	deleted    map[string]map[int64]bool // the snapshot's deleted rows, by data file
 	files      map[string]icego.DataFile // the snapshot's data files by path
 	tier       bool                      // a tiering: the files move cold (tier.go)
+	// dvs are a v3 table's deletion vectors as of the snapshot read, by
+	// data file (see splitDVs); oldDeletes then holds its position delete
+	// files alone.
+	dvs map[string]icego.DataFile
 }
 
 // snapshotFiles reads a table's current snapshot's live data files (with
@@ -183,6 +187,9 @@ func (r *rewrite) run(ctx context.Context, fs icebergio.WriteFileIO, base *table
 			r.discard(fs)
 		}
 	}()
+	if base.Metadata().Version() >= 3 {
+		r.splitDVs()
+	}
 	for _, g := range groups {
 		if err := r.runGroup(ctx, fs, base, c, g); err != nil {
 			return err
@@ -198,6 +205,9 @@ func (r *rewrite) run(ctx context.Context, fs icebergio.WriteFileIO, base *table
 		}
 		if _, live := r.files[p]; !live {
 			continue // a delete of a file no longer in the table
+		}
+		if _, ok := r.dvs[p]; ok {
+			continue // its DV holds them, and stays
 		}
 		for pos := range rows {
 			kept = append(kept, posDelete{path: p, pos: pos})

@@ -219,7 +219,10 @@ func (m *mirror) installCompaction(ctx context.Context, s *Sink) {
 	r := j.out
 	later, err := m.laterDeletes(ctx, j)
 	if err == nil {
-		err = m.commitRewrite(ctx, s, j, later)
+		var live dvState
+		if live, err = m.liveDVs(ctx); err == nil {
+			err = m.commitRewrite(ctx, s, j, later, live.byData)
+		}
 	}
 	if err != nil {
 		s.stats.CompactionFailures.Add(1)
@@ -237,7 +240,11 @@ func (m *mirror) laterDeletes(ctx context.Context, j *compactJob) ([]icego.DataF
 	r := j.out
 	later := make([]posDelete, 0, len(j.later))
 	for _, d := range j.later {
-		if rows, ok := r.moved[d.path]; ok {
+		rows, ok := r.moved[d.path]
+		if !ok && m.usesDVs() {
+			continue // in its file's live DV, which stays
+		}
+		if ok {
 			if d.pos >= int64(len(rows)) || rows[d.pos].file < 0 {
 				continue // a row deleted before S: the rewrite dropped it already
 			}
@@ -273,9 +280,11 @@ func (m *mirror) laterDeletes(ctx context.Context, j *compactJob) ([]icego.DataF
 
 // commitRewrite commits j's rewrite in one snapshot: its old data files and
 // every live delete file out (the job's snapshot's and laterFiles), its
-// new files and later (may be nil) in. The summary carries the table's
-// watermark and the bridge's source.
-func (t *icebergTable) commitRewrite(ctx context.Context, s *Sink, j *compactJob, later []icego.DataFile) error {
+// new files and later (may be nil) in. On a v3 table (live: its live
+// deletion vectors by data file) only the DVs of rewritten files go out:
+// the other files' DVs, those of the snapshot and laterFiles alike, stay.
+// The summary carries the table's watermark and the bridge's source.
+func (t *icebergTable) commitRewrite(ctx context.Context, s *Sink, j *compactJob, later []icego.DataFile, live map[string]icego.DataFile) error {
 	start := time.Now()
 	r := j.out
 	before, beforeDels, _, _ := liveCounts(t.tbl)
@@ -289,9 +298,11 @@ func (t *icebergTable) commitRewrite(ctx context.Context, s *Sink, j *compactJob
 		props[PropTiering] = strconv.Itoa(len(r.oldData))
 	}
 	txn := t.tbl.NewTransaction()
-	rw := stageRewrite(txn, r, j.baseSeq, props)
-	for _, df := range j.laterFiles {
-		rw.DeleteFile(df)
+	rw := stageRewrite(txn, r, j.baseSeq, props, live)
+	if r.dvs == nil {
+		for _, df := range j.laterFiles {
+			rw.DeleteFile(df)
+		}
 	}
 	for _, df := range later {
 		rw.AddDeleteFile(df)
@@ -332,10 +343,18 @@ func (t *icebergTable) commitRewrite(ctx context.Context, s *Sink, j *compactJob
 // files keep the data sequence number of the snapshot r read (seq), so
 // every delete committed since still applies to them by sequence number;
 // the added delete files take the highest of the delete files replaced.
-func stageRewrite(txn *table.Transaction, r *rewrite, seq int64, props icego.Properties) *table.RewriteFiles {
+//
+// On a v3 table, live are the table's live deletion vectors by data file
+// (they may have replaced the snapshot's since): those of rewritten files
+// go out, and a kept DV (see run) of a file that has a live one now is
+// not added, as that one holds its rows too (see mirror.writeDVs).
+func stageRewrite(txn *table.Transaction, r *rewrite, seq int64, props icego.Properties, live map[string]icego.DataFile) *table.RewriteFiles {
 	rw := txn.NewRewrite(props)
 	for _, df := range r.oldData {
 		rw.DeleteFile(df)
+		if dv, ok := live[df.FilePath()]; ok {
+			rw.DeleteFile(dv)
+		}
 	}
 	for _, df := range r.oldDeletes {
 		rw.DeleteFile(df)
@@ -345,6 +364,11 @@ func stageRewrite(txn *table.Transaction, r *rewrite, seq int64, props icego.Pro
 	}
 	rw.DataSequenceNumber(seq)
 	for _, df := range r.kept {
+		if table.IsDeletionVector(df) {
+			if _, ok := live[*df.ReferencedDataFile()]; ok {
+				continue
+			}
+		}
 		rw.AddDeleteFile(df)
 	}
 	return rw
@@ -446,7 +470,7 @@ func (c *changelog) installCompaction(ctx context.Context, s *Sink) {
 		return
 	}
 	if j := c.finished(s); j != nil {
-		if err := c.commitRewrite(ctx, s, j, nil); err != nil {
+		if err := c.commitRewrite(ctx, s, j, nil, nil); err != nil {
 			s.stats.CompactionFailures.Add(1)
 			s.log.Warn("compaction not installed; the next one tries again", "table", c.name(), "error", err)
 		}

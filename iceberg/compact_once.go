@@ -115,7 +115,7 @@ func runOnce(ctx context.Context, ident table.Identifier, wfs icebergio.WriteFil
 		props[PropTiering] = strconv.Itoa(len(r.oldData))
 	}
 	txn := tbl.NewTransaction()
-	if err := stageRewrite(txn, r, tbl.CurrentSnapshot().SequenceNumber, props).Commit(ctx); err != nil {
+	if err := stageRewrite(txn, r, tbl.CurrentSnapshot().SequenceNumber, props, r.dvs).Commit(ctx); err != nil {
 		r.discard(wfs)
 		return err
 	}

@@ -20,9 +20,13 @@ import (
 
 // writeDeletesOf writes dels (sorted by path and position) of tbl: one
 // delete file when no spec of tbl was ever partitioned, else one per spec
-// and partition refOf gives their data files. On error it removes what it
-// wrote.
+// and partition refOf gives their data files; on a v3 table one deletion
+// vector per data file (dels must then hold every deleted row of each
+// file named). On error it removes what it wrote.
 func writeDeletesOf(ctx context.Context, fs icebergio.WriteFileIO, tbl *table.Table, dels []posDelete, refOf func(path string) (fileRef, error), opts parquetx.Options) ([]icego.DataFile, error) {
+	if tbl.Metadata().Version() >= 3 {
+		return writeDVsOf(ctx, fs, tbl, dels, refOf, nil)
+	}
 	if neverPartitioned(tbl) {
 		df, err := writePositionDeletes(ctx, fs, dataPath(tbl, ""), tbl.Schema(), tbl.Spec(), nil, dels, opts)
 		if err != nil {

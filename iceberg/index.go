@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -35,10 +36,10 @@ func (m *mirror) rebuildIndex(ctx context.Context) error {
 	deleted := make(map[string]map[int64]bool)
 	readDeletes := make(map[string]bool)
 	for _, task := range tasks {
-		if len(task.EqualityDeleteFiles) > 0 || len(task.DeletionVectorFiles) > 0 {
+		if len(task.EqualityDeleteFiles) > 0 {
 			return fmt.Errorf("%s: %w", m.name(), ErrForeignDeletes)
 		}
-		for _, df := range task.DeleteFiles {
+		for _, df := range slices.Concat(task.DeleteFiles, task.DeletionVectorFiles) {
 			if readDeletes[df.FilePath()] {
 				continue
 			}
@@ -56,10 +57,10 @@ func (m *mirror) rebuildIndex(ctx context.Context) error {
 	return nil
 }
 
-// ErrForeignDeletes is a mirror holding equality deletes or deletion
-// vectors: another writer's, which the key index cannot be built from. The
+// ErrForeignDeletes is a mirror holding equality deletes: another
+// writer's, which the key index cannot be built from. The
 // mirror is copied again (see mirror.recopyForeign).
-var ErrForeignDeletes = errors.New("another writer committed equality deletes or deletion vectors, which the bridge does not read")
+var ErrForeignDeletes = errors.New("another writer committed equality deletes, which the bridge does not read")
 
 // recopyForeign answers a key index rebuild that failed with err: for
 // ErrForeignDeletes it marks the mirror for a copy again (PropRecopy, which
@@ -73,7 +74,7 @@ func (m *mirror) recopyForeign(ctx context.Context, err error) error {
 	if m.log != nil {
 		m.log.Warn("a mirror has deletes the bridge cannot read: copying the table again", "table", m.name(), "problem", err)
 	}
-	return m.setProperties(ctx, "mark a re-copy of", icego.Properties{PropRecopy: "another writer committed equality deletes or deletion vectors"})
+	return m.setProperties(ctx, "mark a re-copy of", icego.Properties{PropRecopy: "another writer committed equality deletes"})
 }
 
 func (m *mirror) openParquet(path string) (*file.Reader, func(), error) {
@@ -98,9 +99,12 @@ func (m *mirror) readDeletes(ctx context.Context, df icego.DataFile, deleted map
 	return readPosDeletes(ctx, m.fs, df, deleted)
 }
 
-// readPosDeletes adds the rows position delete file df deletes to deleted
-// (data file path → positions).
+// readPosDeletes adds the rows position delete file or deletion vector df
+// deletes to deleted (data file path → positions).
 func readPosDeletes(ctx context.Context, fs icebergio.IO, df icego.DataFile, deleted map[string]map[int64]bool) error {
+	if df.FileFormat() == icego.PuffinFile {
+		return readDVInto(fs, df, deleted)
+	}
 	r, done, err := openParquet(fs, df.FilePath())
 	if err != nil {
 		return err

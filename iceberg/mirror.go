@@ -29,6 +29,8 @@ type mirror struct {
 	// files are the spec and partition of data files by path, for the
 	// position deletes of their rows (see deleteGroups).
 	files map[string]fileRef
+	// dvs are the live deletion vectors of a v3 mirror (see liveDVs).
+	dvs dvState
 
 	index *keyindex.Index // key → live row, and file id → path; includes rows of the pending file
 	// indexDisk is where the index spills past its memory budget (see
@@ -401,8 +403,7 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 	if err := m.rotate(); err != nil {
 		return err
 	}
-	data := m.closed
-	dels, err := m.writeDeletes(ctx, data)
+	data, dels, superseded, err := m.writeFlushDeletes(ctx, m.closed)
 	if err != nil {
 		return err
 	}
@@ -413,7 +414,10 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 		return fmt.Errorf("%s: key index: %w", m.name(), err)
 	}
 	crashPoint("before-commit")
+	prev := m.snapshotID()
+	m.superseded = superseded
 	err = m.commitFiles(ctx, s.cat, data, dels, m.truncated, m.lastEnd, s.cfg.Source.String(), m.summary)
+	m.superseded = nil
 	if errors.Is(err, errRowsMoved) {
 		return m.dropBatch(ctx, s, append(data, dels...))
 	}
@@ -422,6 +426,7 @@ func (m *mirror) flush(ctx context.Context, s *Sink) error {
 	}
 	m.noteFlush(dels, m.truncated)
 	m.noteFiles(data)
+	m.noteDVs(prev, dels, superseded)
 	m.pending, m.closed, m.deletes, m.changes, m.summary, m.truncated = nil, nil, m.deletes[:0], 0, nil, false
 	return nil
 }

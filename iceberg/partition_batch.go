@@ -229,8 +229,15 @@ func (m *mirror) deleteGroups(data []icego.DataFile) ([]deleteGroup, error) {
 // their data files: refs, those recorded (noteFiles), and, for a file
 // neither knows, the table's current snapshot.
 func (m *mirror) groupDeletes(dels []posDelete, refs map[string]fileRef) ([]deleteGroup, error) {
+	return groupDeletes(m.tbl, dels, m.refLookup(refs))
+}
+
+// refLookup returns the spec and partition of a data file of the mirror:
+// from refs, those recorded (noteFiles), and, for a file neither knows,
+// the table's current snapshot (read once).
+func (m *mirror) refLookup(refs map[string]fileRef) func(path string) (fileRef, error) {
 	loaded := false
-	return groupDeletes(m.tbl, dels, func(path string) (fileRef, error) {
+	return func(path string) (fileRef, error) {
 		ref, ok := refs[path]
 		if !ok {
 			ref, ok = m.files[path]
@@ -246,7 +253,7 @@ func (m *mirror) groupDeletes(dels []posDelete, refs map[string]fileRef) ([]dele
 			return fileRef{}, fmt.Errorf("%s: a position delete points at %s, which is not a live data file of the table", m.name(), path)
 		}
 		return ref, nil
-	})
+	}
 }
 
 // groupDeletes groups dels (sorted by path) of tbl by the spec and
@@ -254,6 +261,23 @@ func (m *mirror) groupDeletes(dels []posDelete, refs map[string]fileRef) ([]dele
 func groupDeletes(tbl *table.Table, dels []posDelete, refOf func(path string) (fileRef, error)) ([]deleteGroup, error) {
 	byKey := map[string]int{}
 	var groups []deleteGroup
+	err := eachFileRun(dels, refOf, func(path string, ref fileRef, run []posDelete) error {
+		k := strconv.Itoa(ref.spec) + "/" + partitionKey(tbl.Metadata().PartitionSpecByID(ref.spec), ref.partition)
+		g, seen := byKey[k]
+		if !seen {
+			g = len(groups)
+			byKey[k] = g
+			groups = append(groups, deleteGroup{ref: ref})
+		}
+		groups[g].dels = append(groups[g].dels, run...)
+		return nil
+	})
+	return groups, err
+}
+
+// eachFileRun calls fn for each data file's run of dels (sorted by path),
+// with the spec and partition refOf gives the file.
+func eachFileRun(dels []posDelete, refOf func(path string) (fileRef, error), fn func(path string, ref fileRef, run []posDelete) error) error {
 	for i := 0; i < len(dels); {
 		path := dels[i].path
 		j := i
@@ -262,19 +286,14 @@ func groupDeletes(tbl *table.Table, dels []posDelete, refOf func(path string) (f
 		}
 		ref, err := refOf(path)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		k := strconv.Itoa(ref.spec) + "/" + partitionKey(tbl.Metadata().PartitionSpecByID(ref.spec), ref.partition)
-		g, seen := byKey[k]
-		if !seen {
-			g = len(groups)
-			byKey[k] = g
-			groups = append(groups, deleteGroup{ref: ref})
+		if err := fn(path, ref, dels[i:j]); err != nil {
+			return err
 		}
-		groups[g].dels = append(groups[g].dels, dels[i:j]...)
 		i = j
 	}
-	return groups, nil
+	return nil
 }
 
 // loadFileRefs records the spec and partition of every live data file of

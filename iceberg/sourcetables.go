@@ -41,6 +41,12 @@ func (s *Sink) openMirror(ctx context.Context, rel *decode.Relation) (*mirror, e
 	if err := t.followConfiguredSort(ctx, pol.Sort); err != nil {
 		return nil, err
 	}
+	if pol.FormatVersion >= 3 && rel.WholeRow {
+		return nil, fmt.Errorf("%s: format_version 3 needs a key: the mirror is kept by the whole row (REPLICA IDENTITY FULL without a primary key), whose repeated rows a deletion vector's rewrite of a flush's own file cannot move; add a primary key or set format_version: 2 for this table", rel.QualifiedName())
+	}
+	if err := t.followFormatVersion(ctx, pol.FormatVersion); err != nil {
+		return nil, err
+	}
 	m, err := newMirror(t, rel)
 	if err != nil {
 		return nil, err

@@ -64,6 +64,9 @@ type icebergTable struct {
 	// the commit that triggered them.
 	log   *slog.Logger
 	stats *Stats
+	// superseded are the deletion vectors the commit in flight removes,
+	// each replaced by one of its delete files (see mirror.writeDVs).
+	superseded []icego.DataFile
 	// positional: a mirror, whose commits hold position deletes and whose
 	// key index points at rows (see reconcile); outside counts the outside
 	// snapshots its commits found.
@@ -383,7 +386,7 @@ func (t *icebergTable) stageFiles(ctx context.Context, txn *table.Transaction, d
 	if len(data) == 0 && len(deletes) == 0 {
 		return nil
 	}
-	return txn.NewRowDelta(props).AddRows(data...).AddDeletes(deletes...).Commit(ctx)
+	return txn.NewRowDelta(props).AddRows(data...).AddDeletes(deletes...).RemoveDeletes(t.superseded...).Commit(ctx)
 }
 
 // liveFiles returns the data and the delete files of tbl's current snapshot.

@@ -443,6 +443,12 @@ func pyicebergRows(t *testing.T, tg target, table string, extra ...string) []row
 	if err != nil {
 		t.Fatalf("pyiceberg read of %s: %v", table, err)
 	}
+	return parseRows(t, out)
+}
+
+// parseRows parses pyiceberg_dump.py's output: a JSON row a line.
+func parseRows(t *testing.T, out []byte) []row {
+	t.Helper()
 	var rows []row
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if line == "" {

@@ -27,6 +27,18 @@ func partitionedFiles(t *testing.T, tg target, name string) (data, deletes int) 
 	return data, deletes
 }
 
+// untilCompacted runs step(i) for i from first on until b's log has n
+// compactions of mirror installed, failing past i = last.
+func untilCompacted(t *testing.T, b *bridge, mirror string, n, first, last int, step func(i int)) {
+	t.Helper()
+	for i := first; strings.Count(b.log(), `msg="compaction installed" table=`+mirror+` `) < n; i++ {
+		step(i)
+		if i > last {
+			t.Fatalf("no %d compactions of %s installed; log:\n%s", n, mirror, tail(b.log(), 30))
+		}
+	}
+}
+
 // A day-partitioned mirror with updates that move rows between days and
 // deletes, over many flushes, is compacted with its deletes applied: by
 // pg2iceberg maintain with the bridge stopped, then by the bridge's own
@@ -86,13 +98,10 @@ func TestPartitionedCompaction(t *testing.T) {
 	writeCfg("{min_input_files: 4}")
 	b = startBridge(t, nil, runArgs(pg, "pcomp_pub", tg, "--flush-interval", "1s", "--config", cfg)...)
 	waitSlot(t, conn, "pg2iceberg_pcomp_pub", b)
-	for i := 6; strings.Count(b.log(), `msg="compaction installed" table=public.ev `) < 2; i++ {
+	untilCompacted(t, b, "public.ev", 2, 6, 60, func(i int) {
 		move(i % 97)
 		waitCaughtUp(t, conn, "pg2iceberg_pcomp_pub", b)
-		if i > 60 {
-			t.Fatalf("no two compactions of public.ev installed; log:\n%s", tail(b.log(), 30))
-		}
-	}
+	})
 	move(50)
 	waitCaughtUp(t, conn, "pg2iceberg_pcomp_pub", b)
 	b.stop(t)

@@ -82,7 +82,7 @@ func ParseConfig(path string, data []byte) (*Overrides, error) {
 var (
 	topKeys   = []string{"rules", "tables"}
 	ruleKeys  = []string{"type", "column", "to", "lossy", "zone", "added_later"}
-	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention", "compaction", "properties", "partition", "tiering", "sort"}
+	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention", "compaction", "properties", "partition", "tiering", "sort", "format_version"}
 	// retentionKeys are a tables entry's retention block's.
 	retentionKeys = []string{"max_snapshot_age", "min_snapshots"}
 	boolKeys      = []string{"added_later", "enabled"}

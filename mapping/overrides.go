@@ -87,6 +87,12 @@ type TablePolicies struct {
 	// rows of each data file the bridge writes are sorted by it. A change
 	// applies at the next start (see iceberg.ParseSortField).
 	Sort []string `yaml:"sort"`
+	// FormatVersion is the mirror's Iceberg format version: 2 (position
+	// delete files) or 3 (deletion vectors); 0 takes the * entry's, else
+	// 2. A v2 mirror configured as 3 is upgraded at the next start; a v3
+	// one cannot go back (see iceberg.followFormatVersion). Changelogs
+	// stay v2: they are only appended to.
+	FormatVersion int `yaml:"format_version"`
 	// Line is the entry's line in the file.
 	Line int `yaml:"-"`
 }
@@ -166,6 +172,7 @@ func (o *Overrides) Policies(table string) TablePolicies {
 	}
 	if star != nil {
 		def.Retention = star.Retention
+		def.FormatVersion = star.FormatVersion
 	}
 	for i := range o.Tables {
 		if o.Tables[i].Table == table {
@@ -190,6 +197,9 @@ func withDefaults(p, def TablePolicies) TablePolicies {
 	}
 	if p.Retention.MinSnapshots == 0 {
 		p.Retention.MinSnapshots = def.Retention.MinSnapshots
+	}
+	if p.FormatVersion == 0 {
+		p.FormatVersion = def.FormatVersion
 	}
 	return p
 }
@@ -258,6 +268,9 @@ func parseConfig(name string, data []byte, settings bool) (*Overrides, error) {
 		}
 		if p.Retention.MinSnapshots < 0 {
 			e.Add(line, "%s: retention: min_snapshots %d is negative; give 1 or more", where, p.Retention.MinSnapshots)
+		}
+		if v := p.FormatVersion; v != 0 && v != 2 && v != 3 {
+			e.Add(line, "%s: format_version is %d; use 2 (position delete files) or 3 (deletion vectors)", where, v)
 		}
 		p.Compaction.check(e, line, where)
 		p.Tiering.check(e, line, where)

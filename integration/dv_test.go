@@ -1,0 +1,168 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// dvReaders is what each reader of the interop suite does with a format
+// v3 mirror whose deletes are deletion vectors (TestDeletionVectorReaders):
+// "reads" (every row equal to PostgreSQL) or how it fails. It is the
+// v3 column of docs/querying.md's interop table; a reader that changes
+// fails the test until both are updated.
+var dvReaders = map[string]string{
+	"iceberg-go": "reads",
+	"pyiceberg":  "reads",
+	"Spark SQL":  "reads",
+	"DuckDB":     "reads",
+}
+
+// A format v3 mirror (format_version: 3 in the configuration file) with
+// updates and deletes over several flushes, so a data file's deletion
+// vector is replaced by one holding the old deletes and the new, and a
+// compaction by the bridge while it streams, then more deletes: each
+// reader of the interop suite reads it, and what it returns is compared
+// with PostgreSQL and with dvReaders.
+func TestDeletionVectorReaders(t *testing.T) {
+	t.Parallel()
+	pg, conn := startSource(t, `CREATE TABLE ev (id int PRIMARY KEY, n bigint NOT NULL, v text);
+		INSERT INTO ev SELECT g, g * 10, 'v' || g FROM generate_series(1, 2000) g;
+		CREATE PUBLICATION dv_pub FOR TABLE ev;`)
+	cfg := filepath.Join(t.TempDir(), "pg2iceberg.yaml")
+	writeCfg := func(compact string) {
+		if err := os.WriteFile(cfg, []byte("tables:\n  - table: public.ev\n    format_version: 3\n    compaction: "+compact+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeCfg("{enabled: false}")
+	tg := localTarget(t)
+	b := startBridge(t, nil, runArgs(pg, "dv_pub", tg, "--flush-interval", "1s", "--config", cfg)...)
+	waitSlot(t, conn, "pg2iceberg_dv_pub", b)
+	change := func(i int) {
+		exec1(t, conn, fmt.Sprintf(`BEGIN;
+			UPDATE ev SET n = n + 1, v = 'u%[1]d' WHERE id %% 7 = %[2]d;
+			DELETE FROM ev WHERE id %% 101 = %[1]d;
+			INSERT INTO ev SELECT g, g, 'new' FROM generate_series(%[3]d, %[3]d + 49) g;
+			COMMIT`, i, i%7, 10000+i*50))
+	}
+	for i := range 4 {
+		change(i)
+		waitCaughtUp(t, conn, "pg2iceberg_dv_pub", b)
+	}
+	b.stop(t)
+	if v := loadTable(t, tg, "public.ev").Metadata().Version(); v != 3 {
+		t.Fatalf("public.ev is format version %d, want 3", v)
+	}
+	writeCfg("{min_input_files: 4}")
+	b = startBridge(t, nil, runArgs(pg, "dv_pub", tg, "--flush-interval", "1s", "--config", cfg)...)
+	waitSlot(t, conn, "pg2iceberg_dv_pub", b)
+	untilCompacted(t, b, "public.ev", 1, 4, 40, func(i int) {
+		change(i)
+		waitCaughtUp(t, conn, "pg2iceberg_dv_pub", b)
+	})
+	change(60)
+	waitCaughtUp(t, conn, "pg2iceberg_dv_pub", b)
+	b.stop(t)
+	for _, bad := range []string{"compaction failed", "compaction not installed", "key index does not match"} {
+		if strings.Contains(b.log(), bad) {
+			t.Errorf("%s: %s", bad, lastLine(b.log(), bad))
+		}
+	}
+	dvs := 0
+	for _, f := range liveFilesOf(t, loadTable(t, tg, "public.ev")) {
+		if strings.HasSuffix(f.path, ".puffin") {
+			dvs++
+		} else if f.content != 0 {
+			t.Errorf("live delete file %s is not a deletion vector", filepath.Base(f.path))
+		}
+	}
+	if dvs == 0 {
+		t.Fatalf("no live deletion vector in public.ev: the readers would not read any")
+	}
+	t.Logf("public.ev: %d live deletion vectors; %s", dvs, lastLine(b.log(), `msg="compaction installed" table=public.ev `))
+
+	want := pgRows(t, conn, "id, n, v", "ev")
+	got := map[string]string{}
+	compare := func(reader string, rows []row) {
+		same := sameRows(rows, want)
+		if dvReaders[reader] == "reads" {
+			same = compareRows(t, reader, "ev (v3, deletion vectors)", "id", rows, want)
+		}
+		got[reader] = "reads"
+		if !same {
+			got[reader] = fmt.Sprintf("wrong rows (%d, PostgreSQL %d)", len(rows), len(want))
+		}
+	}
+	compare("iceberg-go", icegoRows(t, tg, "public.ev"))
+	if out, err := pyicebergDump(tg.env(), "--catalog-uri", "sqlite:///"+mustAbs(t, tg.catalog), "--catalog-name", "pg2iceberg", "--table", "public.ev", "--warehouse", "file://"+mustAbs(t, tg.warehouse)); err != nil {
+		got["pyiceberg"] = "error: " + firstLine(err.Error()+" "+string(out))
+	} else {
+		compare("pyiceberg", parseRows(t, out))
+	}
+	uri, token := serveCatalog(t, tg)
+	spark := startSpark(t, uri, token, sparkJar(t))
+	var msg *string
+	if spark.do(t, map[string]string{"op": "error", "sql": "SELECT * FROM pg.public.ev"}, &msg) && msg != nil {
+		got["Spark SQL"] = "error: " + firstLine(*msg)
+	} else if rows, ok := spark.dump(t, "SELECT id, n, v FROM pg.public.ev"); ok {
+		compare("Spark SQL", rows)
+	}
+	dir := filepath.Join(mustAbs(t, tg.warehouse), "public.db", "ev")
+	var pgAgg string
+	if err := conn.QueryRow(context.Background(), `SELECT '(' || count(*) || ', ' || sum(id) || ', ' || sum(n) || ', ' || sum(length(v)) || ')' FROM ev`).Scan(&pgAgg); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("python3", "-c", duckdbScript, "SELECT count(*), sum(id), sum(n), sum(length(v)) FROM iceberg_scan(?)", dir).CombinedOutput()
+	switch duck := strings.TrimSpace(string(out)); {
+	case err != nil:
+		got["DuckDB"] = "error: " + firstLine(lastLine(duck, "Error"))
+	case duck == pgAgg:
+		got["DuckDB"] = "reads"
+	default:
+		got["DuckDB"] = "wrong rows"
+		t.Logf("DuckDB iceberg_scan: (count, sum(id), sum(n), sum(length(v))) = %s, PostgreSQL %s", duck, pgAgg)
+	}
+	var report strings.Builder
+	for _, r := range []string{"iceberg-go", "pyiceberg", "Spark SQL", "DuckDB"} {
+		fmt.Fprintf(&report, "\n  %-10s %s", r, got[r])
+		if !strings.HasPrefix(got[r], dvReaders[r]) {
+			t.Errorf("%s on a v3 mirror with deletion vectors: %s, dvReaders says %q: update dvReaders and docs/querying.md", r, got[r], dvReaders[r])
+		}
+	}
+	t.Logf("readers of a v3 mirror with deletion vectors (%d live, after a compaction):%s", dvs, report.String())
+}
+
+// sameRows reports whether got holds want's rows by id, each with want's
+// values (compareRows without the report).
+func sameRows(got, want []row) bool {
+	g := rowsKey(got, "id")
+	if len(got) != len(want) || len(g) != len(want) {
+		return false
+	}
+	for _, w := range want {
+		r, ok := g[fmt.Sprint(w["id"])]
+		if !ok {
+			return false
+		}
+		for c, v := range w {
+			if fmt.Sprint(r[c]) != fmt.Sprint(v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// firstLine is s up to its first newline, at most 300 bytes.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 300 {
+		s = s[:300]
+	}
+	return s
+}
