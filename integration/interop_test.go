@@ -569,7 +569,21 @@ func sparkLiveRead(t *testing.T, m *matrix, spark *sparkSession, pg *harness.Pos
 		t.Errorf("Spark while run commits: snapshot %d with %d orders (ok %t), want a snapshot newer than %d with more than %d", snap1, n1, ok, snapA, countA)
 		ok = false
 	}
-	time.Sleep(2 * time.Second) // more commits
+	// More commits: wait until the source holds a row the first read's
+	// snapshot cannot have, so that the second read must be newer.
+	for deadline := time.Now().Add(time.Minute); ; {
+		var n int64
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM shop.orders`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > n1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the live writer committed no order past the %d of the first read in a minute", n1)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	close(stop)
 	wg.Wait()
 	waitCaughtUp(t, conn, "pg2iceberg_shop_pub", b)
