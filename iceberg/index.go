@@ -34,16 +34,16 @@ func (m *mirror) rebuildIndex(ctx context.Context) error {
 		return fmt.Errorf("plan files of %s: %w", m.name(), err)
 	}
 	deleted := make(map[string]map[int64]bool)
-	readDeletes := make(map[string]bool)
+	readDeletes := make(map[deleteID]bool)
 	for _, task := range tasks {
 		if len(task.EqualityDeleteFiles) > 0 {
 			return fmt.Errorf("%s: %w", m.name(), ErrForeignDeletes)
 		}
 		for _, df := range slices.Concat(task.DeleteFiles, task.DeletionVectorFiles) {
-			if readDeletes[df.FilePath()] {
+			if readDeletes[deleteIDOf(df)] {
 				continue
 			}
-			readDeletes[df.FilePath()] = true
+			readDeletes[deleteIDOf(df)] = true
 			if err := m.readDeletes(ctx, df, deleted); err != nil {
 				return err
 			}
@@ -55,6 +55,25 @@ func (m *mirror) rebuildIndex(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// deleteID tells one delete of a table from another: a position delete
+// file by its path, a deletion vector by its path and offset, since one
+// Puffin file holds the DVs of several data files. Taking a DV by its
+// path alone read the first DV of a Puffin file and skipped the others,
+// so a rebuilt index found rows those skipped DVs delete live ("key
+// appears live twice"; the randomized crash driver, seed 4).
+type deleteID struct {
+	path   string
+	offset int64
+}
+
+func deleteIDOf(df icego.DataFile) deleteID {
+	id := deleteID{path: df.FilePath(), offset: -1}
+	if off := df.ContentOffset(); off != nil {
+		id.offset = *off
+	}
+	return id
 }
 
 // ErrForeignDeletes is a mirror holding equality deletes: another

@@ -366,7 +366,11 @@ func (t *icebergTable) commitFiles(ctx context.Context, cat catalog.Catalog, dat
 // table emptied needs no position delete per row and keeps no reference
 // to its old files. Iceberg cannot add delete files in that overwrite, so
 // deletes of rows written since (the same flush) go in a second snapshot of
-// the same transaction: both reach the catalog in one commit.
+// the same transaction: both reach the catalog in one commit. On a format
+// v3 table the new data files go in that second snapshot too: an
+// overwrite must give each added file its first_row_id (row lineage),
+// which a row delta's manifest assigns by inheritance (iceberg-go refuses
+// a v3 overwrite without it), so the overwrite there only removes.
 func (t *icebergTable) stageFiles(ctx context.Context, txn *table.Transaction, data, deletes []icego.DataFile, replaceAll bool, props icego.Properties) error {
 	if replaceAll {
 		oldData, oldDeletes, err := liveFiles(t.tbl, t.fs)
@@ -374,13 +378,19 @@ func (t *icebergTable) stageFiles(ctx context.Context, txn *table.Transaction, d
 			return err
 		}
 		if len(oldData) > 0 || len(oldDeletes) > 0 {
-			if err := txn.ReplaceFiles(ctx, oldData, data, oldDeletes, props, table.WithoutAutoNameMapping()); err != nil {
+			added := data
+			if t.tbl.Metadata().Version() >= 3 {
+				added = nil
+			}
+			if err := txn.ReplaceFiles(ctx, oldData, added, oldDeletes, props, table.WithoutAutoNameMapping()); err != nil {
 				return err
 			}
-			if len(deletes) == 0 {
+			if len(added) > 0 {
+				data = nil
+			}
+			if len(data) == 0 && len(deletes) == 0 {
 				return nil
 			}
-			data = nil
 		}
 	}
 	if len(data) == 0 && len(deletes) == 0 {
