@@ -1,7 +1,7 @@
 # pg2iceberg — see README.md.
 GO ?= go
 
-.PHONY: setup build static test test-long trino race unit integration lint demo bench bench-ab clean
+.PHONY: setup build static test test-long chaos trino race unit integration lint demo bench bench-ab clean
 
 # Installs what is missing (idempotent; under a second when all is there).
 # make test and make demo run it first, so on a fresh machine they are the
@@ -33,11 +33,13 @@ test: setup build
 	$(GO) vet ./...
 	$(GO) vet -tags failpoints ./...
 	bash scripts/check-compose.sh
-	rm -rf bin/interop-report.txt $(COVERDIR)
+	rm -rf bin/interop-report.txt bin/chaos-report.txt $(COVERDIR)
 	mkdir -p $(COVERDIR)/unit $(COVERDIR)/bridge
-	PG2ICEBERG_INTEROP_REPORT=$(CURDIR)/bin/interop-report.txt PG2ICEBERG_COVERDIR=$(COVERDIR)/bridge \
+	PG2ICEBERG_INTEROP_REPORT=$(CURDIR)/bin/interop-report.txt PG2ICEBERG_CHAOS_REPORT=$(CURDIR)/bin/chaos-report.txt \
+		PG2ICEBERG_COVERDIR=$(COVERDIR)/bridge \
 		$(GO) test -count=1 -timeout 60m -parallel 4 -cover -coverpkg=$(COVERPKG) ./... -args -test.gocoverdir=$(COVERDIR)/unit
 	@if [ -f bin/interop-report.txt ]; then cat bin/interop-report.txt; fi
+	@if [ -f bin/chaos-report.txt ]; then cat bin/chaos-report.txt; fi
 	@echo "coverage (unit and integration tests):"
 	@$(GO) tool covdata percent -i=$(COVERDIR)/unit,$(COVERDIR)/bridge
 	$(MAKE) race
@@ -66,6 +68,18 @@ trino: build
 # in integration/bridge_test.go); not part of make test.
 test-long: setup build
 	PG2ICEBERG_LONG=1 $(GO) test -count=1 -timeout 60m ./integration/
+
+# The randomized crash driver at full size (integration/chaos_random_test.go):
+# SEEDS seeds (default 200) of a random workload with a crash at a random
+# failpoint or a SIGKILL at a random moment, again and again, each ending
+# with the mirrors and changelogs checked; the summary (seeds, failpoints
+# armed and hit, failed seeds) is printed and kept in bin/chaos-report.txt.
+# make test runs 3 seeds. One seed: make chaos SEED=17.
+SEEDS ?= 200
+chaos: setup build
+	PG2ICEBERG_CHAOS_SEEDS=$(SEEDS) PG2ICEBERG_CHAOS_SEED=$(SEED) PG2ICEBERG_CHAOS_REPORT=$(CURDIR)/bin/chaos-report.txt \
+		$(GO) test -count=1 -timeout 240m -parallel 3 -run '^TestCrashRandom$$' ./integration/ ; \
+		status=$$?; cat bin/chaos-report.txt 2>/dev/null; exit $$status
 
 unit:
 	$(GO) test -count=1 $(UNIT_PKGS)
