@@ -65,6 +65,39 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 func (b *bridge) run(ctx context.Context) error {
+	return b.startErr(ctx, b.start(ctx))
+}
+
+// startErr is the error of the run's start, taken as a stop when ctx is
+// done: a SIGTERM or SIGINT during the start (a supervisor that changed its
+// mind, a deploy rolled back) cancels the step under way, which fails as a
+// closed connection or a cancelled query. Nothing of a step cut short is
+// acknowledged, so the bridge stops as asked, exit 0, saying where, instead
+// of exiting 1 with "preflight failed: ... conn closed" (seen by the
+// randomized crash driver). An error after the start (serve's) is
+// serve's to judge.
+func (b *bridge) startErr(ctx context.Context, err error) error {
+	var started *serveError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &started):
+		return started.err
+	case ctx.Err() != nil:
+		b.log.Info("stopped during the start", "step", err)
+		return nil
+	}
+	return err
+}
+
+// serveError is an error from serve, past the start.
+type serveError struct{ err error }
+
+func (e *serveError) Error() string { return e.err.Error() }
+
+// start runs the start (lease, preflight, connections, catalog), then
+// serve, whose error comes back as a serveError.
+func (b *bridge) start(ctx context.Context) error {
 	// Metrics, status and health from the first second: through the
 	// preflight, the key indexes' loading and the first copy.
 	if addr := b.cfg.MetricsAddr; addr != "" {
@@ -117,7 +150,10 @@ func (b *bridge) run(ctx context.Context) error {
 		}
 		defer stop()
 	}
-	return b.serve(ctx, cat, sys, rels, held)
+	if err := b.serve(ctx, cat, sys, rels, held); err != nil {
+		return &serveError{err}
+	}
+	return nil
 }
 
 // preflight checks the publication's tables (see PreflightStart): the
