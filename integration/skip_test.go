@@ -109,6 +109,32 @@ func duckdbFilesRead(t *testing.T, query, dir string, ints ...int64) int {
 	return n
 }
 
+// sparkScan is a scan node of an executed Spark plan and its SQL metrics.
+type sparkScan struct {
+	Node    string           `json:"node"`
+	Metrics map[string]int64 `json:"metrics"`
+}
+
+// scanMetrics runs sql in Spark and returns its rows and the metrics of
+// the one scan of its executed plan; for an Iceberg table, BatchScan's
+// resultDataFiles, skippedDataFiles (its scan report) and numOutputRows
+// (the rows of the row groups its Parquet reader did not skip).
+func (s *sparkSession) scanMetrics(t *testing.T, sql string) ([]row, map[string]int64, bool) {
+	t.Helper()
+	var out struct {
+		Rows  []row       `json:"rows"`
+		Scans []sparkScan `json:"scans"`
+	}
+	if !s.do(t, map[string]string{"op": "scan_metrics", "sql": sql}, &out) {
+		return nil, nil, false
+	}
+	if len(out.Scans) != 1 || !strings.HasPrefix(out.Scans[0].Node, "BatchScan ") {
+		t.Errorf("Spark %s: scans %v, want one BatchScan", sql, out.Scans)
+		return nil, nil, false
+	}
+	return out.Rows, out.Scans[0].Metrics, true
+}
+
 // pgRow returns the text of the first row of a Postgres query.
 func pgRow(t *testing.T, conn *pgx.Conn, sql string, args ...any) string {
 	t.Helper()
@@ -121,16 +147,18 @@ func pgRow(t *testing.T, conn *pgx.Conn, sql string, args ...any) string {
 
 // A point query by key on a mirror the bridge wrote over five flushes
 // (one data file each, three row groups a file) skips files and row groups
-// in a reader we did not write, and answers as Postgres does. Where the key
-// grows with time (seqk, a serial key), DuckDB's Iceberg scan reads 1 of
-// the 5 data files (the manifests' id bounds: EXPLAIN ANALYZE's Total
-// Files Read), a range over two flushes 2, and pg2iceberg inspect plans
-// the same; within the file DuckDB's Parquet reader reads 1 of the 15 row
-// groups (their min/max). Where keys are scattered (scat, every file and
-// row group spans the whole key range), no file can be skipped by its
-// bounds, but the bloom filters the mirror keeps on its key let DuckDB's
-// Parquet reader read 1 row group of 15 (2 with a false positive), where a
-// filter it cannot push down reads all 15.
+// in readers we did not write, DuckDB and Spark, and answers as Postgres
+// does. Where the key grows with time (seqk, a serial key), the manifests'
+// id bounds leave 1 of the 5 data files to read (DuckDB's EXPLAIN ANALYZE:
+// Total Files Read; Spark's BatchScan: resultDataFiles 1, skippedDataFiles
+// 4), a range over two flushes 2, and pg2iceberg inspect plans the same;
+// within that file the row groups' min/max leave 1 of its 3 (DuckDB's
+// Parquet reader reads the column chunks of 1 row group of the 15; Spark's
+// scan outputs that row group's rows only). Where keys are scattered
+// (scat, every file and row group spans the whole key range), no file is
+// skipped, but the bloom filters the mirror keeps on its key do the same
+// for row groups (at most 2 read, with a false positive). Filters the
+// readers cannot push down read every row group: the figures measure.
 func TestPointQuerySkips(t *testing.T) {
 	t.Parallel()
 	const flush = 20000
@@ -159,6 +187,9 @@ func TestPointQuerySkips(t *testing.T) {
 	tg := localTarget(t)
 	b := startBridge(t, nil, runArgs(pg, "skip_pub", tg, "--config", cfg)...)
 	waitSlot(t, conn, "pg2iceberg_skip_pub", b)
+	// Spark's JVM starts while the bridge writes.
+	uri, token := serveCatalog(t, tg)
+	spark := startSpark(t, uri, token, sparkJar(t))
 	for i := 1; i < 5; i++ {
 		exec1(t, conn, `INSERT INTO seqk `+fmt.Sprintf(seqRows, i*flush+1, (i+1)*flush))
 		exec1(t, conn, `INSERT INTO scat `+fmt.Sprintf(scatRows, i*flush+1, (i+1)*flush))
@@ -189,12 +220,34 @@ func TestPointQuerySkips(t *testing.T) {
 		if rg.Groups != 15 || all.Read != all.Groups {
 			t.Errorf("public.%s: %d row groups, %d read by a filter DuckDB cannot push down; want 15 (three a file), all", name, rg.Groups, all.Read)
 		}
+		sql := fmt.Sprintf("SELECT id, v FROM pg.public.%s WHERE id = %d", name, key)
+		got, m, ok := spark.scanMetrics(t, sql)
+		if ok {
+			compareRows(t, "Spark SQL", name+" id = "+strconv.Itoa(key), "id", got, pgRows(t, conn, "id, v", fmt.Sprintf("%s WHERE id = %d", name, key)))
+			t.Logf("public.%s id = %d: Spark's BatchScan plans %d data files, skips %d, outputs %d rows of %d", name, key, m["resultDataFiles"], m["skippedDataFiles"], m["numOutputRows"], 5*flush)
+			// The rows of fewer row groups than a file has: the Parquet
+			// reader skipped the others (min/max or bloom filters).
+			if m["numOutputRows"] < 1 || m["numOutputRows"] >= flush {
+				t.Errorf("Spark %s: BatchScan output %d rows, want at least 1 and fewer than a file's %d (row groups skipped)", sql, m["numOutputRows"], flush)
+			}
+			// A filter Spark does not push down reads every row.
+			ctl := fmt.Sprintf("SELECT id, v FROM pg.public.%s WHERE CAST(id AS STRING) = '%d'", name, key)
+			if _, c, ok := spark.scanMetrics(t, ctl); ok && (c["resultDataFiles"] != 5 || c["numOutputRows"] != 5*flush) {
+				t.Errorf("Spark %s: BatchScan planned %d data files, output %d rows; want 5, all %d", ctl, c["resultDataFiles"], c["numOutputRows"], 5*flush)
+			}
+		}
 		switch name {
 		case "seqk":
+			if ok && (m["resultDataFiles"] != 1 || m["skippedDataFiles"] != 4) {
+				t.Errorf("Spark %s: %d data files planned, %d skipped; want 1, 4", sql, m["resultDataFiles"], m["skippedDataFiles"])
+			}
 			if filesRead != 1 || rg.Read != 1 || rg.Bounds != 1 {
 				t.Errorf("public.seqk id = %d: DuckDB read %d data files, %d row groups (%d admitted by their bounds); want 1 (the bounds of the others exclude it), 1 (1)", key, filesRead, rg.Read, rg.Bounds)
 			}
 		case "scat":
+			if ok && (m["resultDataFiles"] != 5 || m["skippedDataFiles"] != 0) {
+				t.Errorf("Spark %s: %d data files planned, %d skipped; want 5, 0 (their bounds span every key)", sql, m["resultDataFiles"], m["skippedDataFiles"])
+			}
 			if filesRead != len(data) || rg.Bounds != rg.Groups || rg.Read > 2 {
 				t.Errorf("public.scat id = %d: DuckDB read %d data files, %d row groups (%d admitted by their bounds); want all %d (their bounds span every key), at most 2 (the bloom filters exclude the rest; all admitted)", key, filesRead, rg.Read, rg.Bounds, len(data))
 			}
