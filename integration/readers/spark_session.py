@@ -29,6 +29,10 @@ stdin, one request per line, each naming its session:
         raises running it, or null when it runs
     {"op": "schema", "session": "s1", "sql": "SELECT ..."} -> the result's
         columns as Spark types them (see schema_of)
+    {"op": "scan_metrics", "session": "s1", "sql": "SELECT ..."} -> {"rows":
+        canonical rows, "scans": [{"node": "BatchScan pg.public.t",
+        "metrics": {"resultDataFiles": 1, ...}}]}: the SQL metrics of each
+        scan node of the executed plan (see scan_metrics_of)
 stdout, one answer per request, on a line starting with "@@ ":
     @@ {"ok": true, "result": ...}  or  @@ {"ok": false, "error": "..."}
 A line "@@ {"ready": true}" comes first, once the JVM is up. Spark logs go
@@ -195,6 +199,31 @@ def schema_of(spark):
     return schema
 
 
+def scan_metrics_of(spark):
+    """Runs a query and returns its rows and the SQL metrics of the scan
+    nodes (leaves) of its executed plan, after adaptive execution: for an
+    Iceberg table, BatchScan's resultDataFiles, skippedDataFiles,
+    numOutputRows and the rest of its scan report."""
+    jvm = spark._jvm
+
+    def metrics(sql):
+        df = spark.sql(sql)
+        out = {"rows": [{k: interop.value(v, False) for k, v in r.asDict(recursive=True).items()} for r in df.collect()], "scans": []}
+        plan = df._jdf.queryExecution().executedPlan()
+        if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+            plan = plan.executedPlan()
+        todo = [plan]
+        while todo:
+            p = todo.pop()
+            children = p.children()
+            todo.extend(children.apply(i) for i in range(children.size()))
+            if children.size() == 0:
+                m = jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(p.metrics()).asJava()
+                out["scans"].append({"node": p.nodeName(), "metrics": {k: m.get(k).value() for k in m.keySet()}})
+        return out
+    return metrics
+
+
 def answer(obj):
     sys.stdout.write(MARK + json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
     sys.stdout.flush()
@@ -204,6 +233,7 @@ class Session:
     def __init__(self, spark):
         self.spark = spark
         self.rows, self.dump, self.schema = rows_of(spark), dump_rows_of(spark), schema_of(spark)
+        self.scan_metrics = scan_metrics_of(spark)
 
 
 def handle(base, sessions, req):
@@ -226,6 +256,8 @@ def handle(base, sessions, req):
         return s.dump(req["sql"])
     if op == "schema":
         return s.schema(req["sql"])
+    if op == "scan_metrics":
+        return s.scan_metrics(req["sql"])
     if op == "error":
         try:
             s.spark.sql(req["sql"]).collect()
