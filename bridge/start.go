@@ -72,6 +72,9 @@ func (b *bridge) catchUp(ctx context.Context, rels []*decode.Relation, confirmed
 // and copying anyway would leave a resync row in the changelog for a
 // change that never happened.
 func (b *bridge) resumeRecopies(ctx context.Context) error {
+	if err := b.sink.ResyncPending(ctx); err != nil {
+		return err
+	}
 	for _, rel := range b.sink.RecopyPending() {
 		if cols, ok := b.sink.RecopyCheck(rel.ID); ok {
 			need, err := b.needsCopy(ctx, rel.ID, cols)

@@ -431,6 +431,14 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 		return err
 	}
 	_, recopy := m.tbl.Properties()[PropCopyLSN]
+	c := st.changelog
+	resync := c != nil && (recopy || st.mirrorAdded || c.tbl.CurrentSnapshot() != nil)
+	if resync {
+		// The resync row is committed after this mark, in the changelog:
+		// a crash in between leaves the mark ahead of the changelog's,
+		// and the next start writes the row (ResyncPending).
+		props[PropResyncAt] = strconv.FormatUint(uint64(lsn), 10)
+	}
 	txn := m.tbl.NewTransaction()
 	if _, pending := m.tbl.Properties()[PropRecopy]; pending {
 		if err := txn.RemoveProperties([]string{PropRecopy}); err != nil {
@@ -444,10 +452,9 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 	if m.watermark < mirrorLSN {
 		m.watermark = mirrorLSN
 	}
-	c := st.changelog
 	switch {
 	case c == nil:
-	case !recopy && !st.mirrorAdded && c.tbl.CurrentSnapshot() == nil:
+	case !resync:
 		// A new table: its changelog starts where the copy is consistent.
 		// A changelog with history (a table that had no key, whose mirror
 		// is made now or at a start) keeps recording every change.
@@ -466,6 +473,7 @@ func (s *Sink) FinishCopy(ctx context.Context, relID uint32, lsn decode.LSN) err
 // transaction.
 func (s *Sink) recordResync(ctx context.Context, st *sourceTable, lsn decode.LSN) error {
 	c := st.changelog
+	c.resyncAt = lsn // PropResyncAt, with the row's commit
 	s.seq++
 	if err := c.append(decode.Resync, txInfo{commitLSN: lsn, commitTS: time.Now()}, s.seq, nil, nil, nil); err != nil {
 		return err
@@ -476,6 +484,38 @@ func (s *Sink) recordResync(ctx context.Context, st *sourceTable, lsn decode.LSN
 	}
 	c.lastEnd = c.watermark // the stream's position is unchanged
 	return c.flush(ctx, s)
+}
+
+// PropResyncAt is the LSN of the last resync row: on a mirror, set by the
+// commit that marks a copy again complete; on its changelog, by the commit
+// of the resync row that follows. A mirror's ahead of its changelog's is a
+// row a crash cut off (see ResyncPending).
+const PropResyncAt = "pg2iceberg.resync-at"
+
+// ResyncPending writes the resync rows a crash cut off between a re-copy's
+// completion and its changelog commit (see PropResyncAt); it runs at start,
+// between transactions.
+func (s *Sink) ResyncPending(ctx context.Context) error {
+	for _, st := range s.tables {
+		if st.mirror == nil || st.changelog == nil {
+			continue
+		}
+		at := st.mirror.tbl.Properties()[PropResyncAt]
+		if at == "" || st.changelog.tbl.Properties()[PropResyncAt] == at {
+			continue
+		}
+		lsn, err := strconv.ParseUint(at, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%s: table property %s = %q is not an LSN", st.mirror.name(), PropResyncAt, at)
+		}
+		if s.log != nil {
+			s.log.Info("a re-copy's resync row was cut off by a stop: writing it", "table", st.rel.QualifiedName(), "lsn", decode.LSN(lsn))
+		}
+		if err := s.recordResync(ctx, st, decode.LSN(lsn)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PropRecopy is the mirror table property set while a table is copied

@@ -54,6 +54,7 @@ type icebergTable struct {
 	fs        icebergio.WriteFileIO
 	watermark decode.LSN       // end LSN of the last source transaction committed
 	cut       decode.LSN       // the complete cut to record with the next commit (PropCut); 0: none
+	resyncAt  decode.LSN       // a changelog's resync row to record with the next commit (PropResyncAt); 0: none
 	committed time.Time        // when the bridge last committed to it
 	upkeep    tiering.Schedule // maintenance after commits
 	// bindErr is a source column whose type the schema cannot hold (see
@@ -293,6 +294,9 @@ func (t *icebergTable) tableProperties(lsn, source string) icego.Properties {
 	p := icego.Properties{PropLSN: lsn, PropSource: source}
 	if t.cut > 0 {
 		p[PropCut] = strconv.FormatUint(uint64(t.cut), 10)
+	}
+	if t.resyncAt > 0 {
+		p[PropResyncAt] = strconv.FormatUint(uint64(t.resyncAt), 10)
 	}
 	return p
 }
