@@ -127,7 +127,7 @@ func (c *changelog) append(op decode.Op, tx txInfo, seq int64, before, after dec
 	if err := fw.pw.RowDone(); err != nil {
 		return err
 	}
-	if full(fw.rows(), fw.bytes(), fw.target) {
+	if full(fw, fw.target) {
 		df, err := fw.close()
 		if err != nil {
 			return err

@@ -247,7 +247,7 @@ func (w *CopyWriter) Row(row decode.Tuple) error {
 	if target == 0 {
 		target = copyFileTarget
 	}
-	if full(w.fw.rows(), w.fw.bytes(), target) || w.keys.Size() >= copyKeysTarget {
+	if full(w.fw, target) || w.keys.Size() >= copyKeysTarget {
 		return w.closeCurrent()
 	}
 	return nil

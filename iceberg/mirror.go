@@ -297,7 +297,7 @@ func (m *mirror) insert(b *batch, idx rowIndex, row decode.Tuple, k string) erro
 	if err := b.pending.pw.RowDone(); err != nil {
 		return err
 	}
-	if full(b.pending.rows(), b.pending.bytes(), b.pending.target) {
+	if full(b.pending, b.pending.target) {
 		// The next row opens a new file with a new file ID in the key
 		// index; the flush commits every file of the batch (closed).
 		return b.closePending()

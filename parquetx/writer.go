@@ -103,7 +103,7 @@ type Writer struct {
 	pw      parquetOut
 	bld     *array.RecordBuilder
 	rows    int64 // rows appended so far: the next row's position
-	dataLen []int // value bytes of each binary field in the last full batch
+	dataLen []int // value bytes of each binary builder (eachBinary's order) in the last full batch
 	// sort are the keys the file's rows are sorted by (nil: none). Its
 	// batches are then held (held, heldBytes in memory) until Close sorts
 	// and writes them; order is the sort's (see Order).
@@ -117,6 +117,21 @@ type Writer struct {
 type binaryData interface {
 	DataLen() int
 	ReserveData(int)
+}
+
+// eachBinary calls f with every string or binary builder of b: b itself,
+// or the fields of a struct, at any depth (the changelog's before and
+// after images). Lists and maps are left out: their values' count per
+// batch varies.
+func eachBinary(b array.Builder, f func(binaryData)) {
+	switch b := b.(type) {
+	case binaryData:
+		f(b)
+	case *array.StructBuilder:
+		for i := range b.NumField() {
+			eachBinary(b.FieldBuilder(i), f)
+		}
+	}
 }
 
 // NewWriter returns a writer of data of schema asc into out, the file
@@ -164,11 +179,7 @@ func (w *Writer) writeBatch() error {
 	if full {
 		w.dataLen = w.dataLen[:0]
 		for _, b := range w.bld.Fields() {
-			n := 0
-			if b, ok := b.(binaryData); ok {
-				n = b.DataLen()
-			}
-			w.dataLen = append(w.dataLen, n)
+			eachBinary(b, func(d binaryData) { w.dataLen = append(w.dataLen, d.DataLen()) })
 		}
 	}
 	rec := w.bld.NewRecordBatch()
@@ -182,10 +193,14 @@ func (w *Writer) writeBatch() error {
 		// A writer that filled a batch likely fills the next: size the
 		// builders for it at once rather than doubling up to it.
 		w.bld.Reserve(BatchRows)
-		for i, b := range w.bld.Fields() {
-			if b, ok := b.(binaryData); ok && w.dataLen[i] > 0 {
-				b.ReserveData(w.dataLen[i])
-			}
+		i := 0
+		for _, b := range w.bld.Fields() {
+			eachBinary(b, func(d binaryData) {
+				if w.dataLen[i] > 0 {
+					d.ReserveData(w.dataLen[i])
+				}
+				i++
+			})
 		}
 	}
 	if w.sort != nil {
