@@ -34,9 +34,9 @@ import (
 // twice.
 //
 // PG2ICEBERG_CHAOS_SEEDS=N runs seeds 1..N (make test: 3; make chaos: 200);
-// PG2ICEBERG_CHAOS_SEED=S runs the one seed S, to reproduce a failure:
-// the same seed draws the same workload, failpoints and counts (where a
-// SIGKILL at a random moment lands depends on timing). The summary at the
+// PG2ICEBERG_CHAOS_SEED=S runs seed S alone (S1,S2,...: those seeds), to
+// reproduce a failure: the same seed draws the same workload, failpoints
+// and counts (where a SIGKILL at a random moment lands depends on timing). The summary at the
 // end lists the seeds run, the failpoints armed and hit, and the seeds
 // that failed.
 
@@ -116,11 +116,15 @@ func (s *chaosStats) summary() string {
 func chaosSeeds(t *testing.T) []uint64 {
 	t.Helper()
 	if s := os.Getenv("PG2ICEBERG_CHAOS_SEED"); s != "" {
-		seed, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("PG2ICEBERG_CHAOS_SEED=%q: want a seed number", s)
+		var seeds []uint64
+		for _, f := range strings.Split(s, ",") {
+			seed, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+			if err != nil {
+				t.Fatalf("PG2ICEBERG_CHAOS_SEED=%q: want a seed number, or several separated by commas", s)
+			}
+			seeds = append(seeds, seed)
 		}
-		return []uint64{seed}
+		return seeds
 	}
 	n := 3
 	if s := os.Getenv("PG2ICEBERG_CHAOS_SEEDS"); s != "" {
