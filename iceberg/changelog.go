@@ -215,18 +215,14 @@ func (c *changelog) flush(ctx context.Context, s *Sink) error {
 	if c.changes == 0 {
 		return nil
 	}
-	data := c.closed
-	for _, fw := range c.files {
-		df, err := fw.close()
-		if err != nil {
-			return err
-		}
-		data = append(data, df)
-	}
-	if err := c.commit(ctx, s.cat, data, nil, c.lastEnd, s.cfg.Source.String(), nil); err != nil {
+	// Closed files go to c.closed first: a failed commit leaves them
+	// where Discard finds them (and keeps them if the outcome is unknown).
+	if err := c.closeFiles(); err != nil {
 		return err
 	}
-	clear(c.files)
+	if err := c.commit(ctx, s.cat, c.closed, nil, c.lastEnd, s.cfg.Source.String(), nil); err != nil {
+		return err
+	}
 	c.closed, c.changes = nil, 0
 	return nil
 }

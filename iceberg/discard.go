@@ -25,8 +25,10 @@ func (s *Sink) Discard() {
 	for _, st := range s.tables {
 		if m := st.mirror; m != nil {
 			m.abortOpen() // every partition's open file
-			for _, df := range m.closed {
-				removeFile(m.fs, df.FilePath())
+			if !s.keptUnsure(mirrorTable(m), len(m.closed)) {
+				for _, df := range m.closed {
+					removeFile(m.fs, df.FilePath())
+				}
 			}
 			m.closed, m.deletes, m.changes = nil, nil, 0
 		}
@@ -34,12 +36,24 @@ func (s *Sink) Discard() {
 			for _, fw := range c.files {
 				fw.abort()
 			}
-			for _, df := range c.closed {
-				removeFile(c.fs, df.FilePath())
+			if !s.keptUnsure(changelogTable(c), len(c.closed)) {
+				for _, df := range c.closed {
+					removeFile(c.fs, df.FilePath())
+				}
 			}
 			clear(c.files)
 			c.closed, c.changes = nil, 0
 		}
 	}
 	s.txOpen, s.pending = false, 0
+}
+
+// keptUnsure says whether t's closed files (n of them) stay because a
+// commit of them has an unknown outcome, and logs it.
+func (s *Sink) keptUnsure(t *icebergTable, n int) bool {
+	if t == nil || !t.unsure || n == 0 {
+		return false
+	}
+	s.log.Warn("files of a commit whose outcome is unknown are kept; orphan file cleanup removes them if no commit references them", "table", t.name(), "files", n)
+	return true
 }

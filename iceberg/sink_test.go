@@ -24,22 +24,7 @@ import (
 // end; an unchanged TOAST value of a row the mirror lacks is an error.
 func TestSinkAppliesToMirror(t *testing.T) {
 	ctx := context.Background()
-	cat, err := OpenCatalog(ctx, CatalogConfig{Warehouse: filepath.Join(t.TempDir(), "wh")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer CloseCatalog(cat)
-	s := NewSink(cat, Config{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	rel := &decode.Relation{ID: 7, Schema: "public", Name: "t", Columns: []decode.Column{
-		{Name: "id", TypeOID: 20, TypeName: "int8", Key: true, NotNull: true},
-		{Name: "v", TypeOID: 25, TypeName: "text"},
-	}}
-	if err := s.AddTable(ctx, rel); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.FinishCopy(ctx, rel.ID, 0); err != nil { // as --backfill=skip: nothing copied
-		t.Fatal(err)
-	}
+	cat, s, rel := keyedSink(t)
 	text := func(v string) decode.Datum { return decode.Datum{Kind: decode.Text, Data: []byte(v)} }
 	tuple := func(id int, v string) decode.Tuple { return decode.Tuple{text(fmt.Sprint(id)), text(v)} }
 	toast := func(id int) decode.Tuple { return decode.Tuple{text(fmt.Sprint(id)), {Kind: decode.Unchanged}} }
@@ -111,10 +96,34 @@ func TestSinkAppliesToMirror(t *testing.T) {
 	}
 	// An unchanged TOAST value of a row the mirror does not hold cannot be
 	// filled in: the sink says so instead of writing a NULL.
-	err = tx(func() error { return change(decode.Update, nil, toast(99)) })
+	err := tx(func() error { return change(decode.Update, nil, toast(99)) })
 	if !errors.Is(err, errNotInMirror) || !strings.Contains(err.Error(), "public.t") || !strings.Contains(err.Error(), "column v") {
 		t.Errorf("unchanged TOAST value of a row not in the mirror: %v, want an error naming public.t, column v and the missing row", err)
 	}
+}
+
+// keyedSink is a sink on a new local warehouse with one table, public.t
+// (id int8 key, v text), copied empty (as --backfill=skip).
+func keyedSink(t *testing.T) (catalog.Catalog, *Sink, *decode.Relation) {
+	t.Helper()
+	ctx := context.Background()
+	cat, err := OpenCatalog(ctx, CatalogConfig{Warehouse: filepath.Join(t.TempDir(), "wh")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { CloseCatalog(cat) })
+	s := NewSink(cat, Config{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	rel := &decode.Relation{ID: 7, Schema: "public", Name: "t", Columns: []decode.Column{
+		{Name: "id", TypeOID: 20, TypeName: "int8", Key: true, NotNull: true},
+		{Name: "v", TypeOID: 25, TypeName: "text"},
+	}}
+	if err := s.AddTable(ctx, rel); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishCopy(ctx, rel.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	return cat, s, rel
 }
 
 // mirrorRows reads a mirror of public as id → v.

@@ -68,6 +68,11 @@ type icebergTable struct {
 	// superseded are the deletion vectors the commit in flight removes,
 	// each replaced by one of its delete files (see mirror.writeDVs).
 	superseded []icego.DataFile
+	// unsure: a commit of this table's files was sent and its outcome is
+	// unknown (the reload that would tell failed): the catalog may
+	// reference the files, so a discarded sink keeps them (orphan cleanup
+	// removes them if no commit does).
+	unsure bool
 	// positional: a mirror, whose commits hold position deletes and whose
 	// key index points at rows (see reconcile); outside counts the outside
 	// snapshots its commits found.
@@ -126,7 +131,11 @@ func (t *icebergTable) expireFailed(err error) {
 
 // committedTo takes the table as a commit left it and points the table's
 // metadata/version-hint.text at its metadata file, so readers without a
-// catalog (DuckDB's iceberg_scan on the table directory) find it.
+// catalog (DuckDB's iceberg_scan on the table directory) find it. The
+// commit stands whatever happens to the hint: a hint not written is
+// logged, and the table's next commit writes one again. (Failing the
+// commit here would have the caller discard files the catalog already
+// references.)
 func (t *icebergTable) committedTo(tbl *table.Table) error {
 	changed := t.tbl == nil || t.tbl.MetadataLocation() != tbl.MetadataLocation()
 	t.tbl = tbl
@@ -135,8 +144,8 @@ func (t *icebergTable) committedTo(tbl *table.Table) error {
 	}
 	name := path.Base(tbl.MetadataLocation())
 	hint := strings.TrimSuffix(name, ".metadata.json")
-	if err := t.fs.WriteFile(tbl.Location()+"/metadata/version-hint.text", []byte(hint)); err != nil {
-		return fmt.Errorf("write version hint of %s: %w", t.name(), err)
+	if err := t.fs.WriteFile(tbl.Location()+"/metadata/version-hint.text", []byte(hint)); err != nil && t.log != nil {
+		t.log.Warn("version hint not written; readers without a catalog see the table's previous version until its next commit", "table", t.name(), "error", err)
 	}
 	return nil
 }
@@ -332,8 +341,10 @@ func (t *icebergTable) commitFiles(ctx context.Context, cat catalog.Catalog, dat
 		if err == nil {
 			err = t.stageFiles(ctx, txn, data, deletes, replaceAll, props)
 		}
+		sent := false
 		if err == nil {
 			var tbl *table.Table
+			sent = true
 			tbl, err = txn.Commit(ctx)
 			if err == nil {
 				t.watermark, t.committed = lsn, time.Now()
@@ -345,11 +356,13 @@ func (t *icebergTable) commitFiles(ctx context.Context, cat catalog.Catalog, dat
 		}
 		lastErr = err
 		if ctx.Err() != nil {
+			t.unsure = t.unsure || sent
 			break
 		}
 		// Conflict or unknown: reload and see what the catalog holds.
 		tbl, lerr := cat.LoadTable(ctx, t.ident)
 		if lerr != nil {
+			t.unsure = t.unsure || sent
 			return fmt.Errorf("commit %s: outcome unknown (%w), and reloading failed: %w; the files are kept", t.name(), err, lerr)
 		}
 		if hasCommit(tbl, commitID) {
