@@ -17,7 +17,7 @@ import (
 )
 
 // ErrNoCut is a warehouse whose tables record no complete cut yet: the
-// bridge records one with each flush after the first since its start.
+// bridge records one with each flush.
 var ErrNoCut = errors.New("no consistent cut recorded yet")
 
 // SourceTables loads every table of the warehouse that the bridge writes
@@ -98,7 +98,7 @@ func Cut(tables []*table.Table) (decode.LSN, error) {
 		cut = max(cut, decode.LSN(n))
 	}
 	if cut == 0 {
-		return 0, fmt.Errorf("%w: the bridge records it with each flush after the first since it started; give an LSN instead", ErrNoCut)
+		return 0, fmt.Errorf("%w: the bridge records one with each flush (none has committed yet); give an LSN instead", ErrNoCut)
 	}
 	return cut, nil
 }

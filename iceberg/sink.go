@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -332,6 +334,21 @@ func (s *Sink) Tick(ctx context.Context, now time.Time) error {
 	return s.Flush(ctx)
 }
 
+// lastFlushCommit is the table Flush commits last, going through order
+// (nil: none): the last one with changes, a mirror after its changelog.
+func lastFlushCommit(order []*sourceTable) *icebergTable {
+	var last *icebergTable
+	for _, st := range order {
+		if st.changelog != nil && st.changelog.changes > 0 {
+			last = changelogTable(st.changelog)
+		}
+		if st.mirror != nil && st.mirror.changes > 0 {
+			last = mirrorTable(st.mirror)
+		}
+	}
+	return last
+}
+
 // Flush commits every table with pending changes. It must be called
 // between transactions.
 func (s *Sink) Flush(ctx context.Context) error {
@@ -345,14 +362,23 @@ func (s *Sink) Flush(ctx context.Context) error {
 	start := time.Now()
 	rows, tables, bytes := s.pending, 0, s.pendingBytes()
 	var moved []string // mirrors whose batches an outside commit dropped
-	for _, st := range s.tables {
+	order := slices.Collect(maps.Values(s.tables))
+	last := lastFlushCommit(order)
+	for _, st := range order {
 		// Every table was committed through s.durable before this flush:
-		// its commits record that as the complete cut (PropCut).
-		if t := mirrorTable(st.mirror); t != nil {
+		// its commits record that as the complete cut (PropCut). The
+		// flush's last commit records s.lastEnd: once it is in, every
+		// table is committed through s.lastEnd (unless a batch was
+		// dropped on the way), so the cut is the flush's own, and there
+		// is one after the first flush.
+		for _, t := range []*icebergTable{mirrorTable(st.mirror), changelogTable(st.changelog)} {
+			if t == nil {
+				continue
+			}
 			t.cut = s.durable
-		}
-		if t := changelogTable(st.changelog); t != nil {
-			t.cut = s.durable
+			if t == last && len(moved) == 0 {
+				t.cut = s.lastEnd
+			}
 		}
 		// The changelog commits first: a mirror is then never ahead of its
 		// changelog, so a replayed change that reads an unchanged value back
