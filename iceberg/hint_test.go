@@ -2,6 +2,7 @@ package iceberg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	icego "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
@@ -23,21 +26,7 @@ import (
 func TestFlushStandsWithoutVersionHint(t *testing.T) {
 	ctx := context.Background()
 	cat, s, rel := keyedSink(t)
-	text := func(v string) decode.Datum { return decode.Datum{Kind: decode.Text, Data: []byte(v)} }
-	var end decode.LSN = 100
-	insert := func(ids ...int) error {
-		end += 100
-		s.Begin(uint32(end), end-10, time.Now())
-		for _, id := range ids {
-			if err := s.Change(&decode.Change{Op: decode.Insert, Rel: rel, After: decode.Tuple{text(fmt.Sprint(id)), text("v")}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, _, err := s.Commit(ctx, end); err != nil {
-			t.Fatal(err)
-		}
-		return s.Flush(ctx)
-	}
+	insert := inserter(t, s, rel)
 	if err := insert(1, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -65,5 +54,86 @@ func TestFlushStandsWithoutVersionHint(t *testing.T) {
 	}
 	if n := changelogRows(t, cat, "t"); n != 4 {
 		t.Errorf("changelog holds %d rows, want 4", n)
+	}
+}
+
+// lossyCatalog passes everything to its catalog, but once armed, the next
+// commit goes through and its answer is lost (an error), and the reloads
+// that would tell fail too, until disarmed: a commit of unknown outcome.
+type lossyCatalog struct {
+	catalog.Catalog
+	armed, lost bool
+}
+
+func (c *lossyCatalog) bind(tbl *table.Table, err error) (*table.Table, error) {
+	if err != nil {
+		return nil, err
+	}
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
+}
+
+func (c *lossyCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	if c.lost {
+		return nil, errors.New("read tcp: connection reset by peer")
+	}
+	return c.bind(c.Catalog.LoadTable(ctx, ident))
+}
+
+func (c *lossyCatalog) CreateTable(ctx context.Context, ident table.Identifier, sc *icego.Schema, opts ...catalog.CreateTableOpt) (*table.Table, error) {
+	return c.bind(c.Catalog.CreateTable(ctx, ident, sc, opts...))
+}
+
+func (c *lossyCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	md, loc, err := c.Catalog.CommitTable(ctx, ident, reqs, updates)
+	if err == nil && c.armed {
+		c.armed, c.lost = false, true
+		return nil, "", errors.New("read tcp: connection reset by peer")
+	}
+	return md, loc, err
+}
+
+// A discarded sink keeps the files of a commit whose outcome it could not
+// learn: that commit went through, and its table reads back whole.
+func TestDiscardKeepsFilesOfUnknownCommit(t *testing.T) {
+	cat := &lossyCatalog{}
+	inner, s, rel := keyedSink(t, func(c catalog.Catalog) catalog.Catalog { cat.Catalog = c; return cat })
+	insert := inserter(t, s, rel)
+	if err := insert(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	cat.armed = true
+	err := insert(3, 4) // the changelog's commit goes through unheard; the flush stops there
+	if err == nil || !strings.Contains(err.Error(), "outcome unknown") {
+		t.Fatalf("flush with its commit's answer lost: %v; want an unknown outcome", err)
+	}
+	s.Discard()
+	cat.lost = false
+	if n := changelogRows(t, inner, "t"); n != 4 {
+		t.Errorf("changelog holds %d rows, want 4: the commit of unknown outcome went through", n)
+	}
+	if got := mirrorRows(t, inner, "t"); len(got) != 2 {
+		t.Errorf("mirror holds %v, want ids 1 and 2 (its commit never went)", got)
+	}
+}
+
+// inserter returns a function that inserts rows (id, "v") into rel in one
+// transaction and flushes.
+func inserter(t *testing.T, s *Sink, rel *decode.Relation) func(ids ...int) error {
+	ctx := context.Background()
+	text := func(v string) decode.Datum { return decode.Datum{Kind: decode.Text, Data: []byte(v)} }
+	var end decode.LSN = 100
+	return func(ids ...int) error {
+		t.Helper()
+		end += 100
+		s.Begin(uint32(end), end-10, time.Now())
+		for _, id := range ids {
+			if err := s.Change(&decode.Change{Op: decode.Insert, Rel: rel, After: decode.Tuple{text(fmt.Sprint(id)), text("v")}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := s.Commit(ctx, end); err != nil {
+			t.Fatal(err)
+		}
+		return s.Flush(ctx)
 	}
 }

@@ -103,8 +103,10 @@ func TestSinkAppliesToMirror(t *testing.T) {
 }
 
 // keyedSink is a sink on a new local warehouse with one table, public.t
-// (id int8 key, v text), copied empty (as --backfill=skip).
-func keyedSink(t *testing.T) (catalog.Catalog, *Sink, *decode.Relation) {
+// (id int8 key, v text), copied empty (as --backfill=skip). The sink
+// works through wrap(catalog) when wrap is given; the catalog returned is
+// the warehouse's own.
+func keyedSink(t *testing.T, wrap ...func(catalog.Catalog) catalog.Catalog) (catalog.Catalog, *Sink, *decode.Relation) {
 	t.Helper()
 	ctx := context.Background()
 	cat, err := OpenCatalog(ctx, CatalogConfig{Warehouse: filepath.Join(t.TempDir(), "wh")})
@@ -112,7 +114,11 @@ func keyedSink(t *testing.T) (catalog.Catalog, *Sink, *decode.Relation) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { CloseCatalog(cat) })
-	s := NewSink(cat, Config{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sinkCat := cat
+	for _, w := range wrap {
+		sinkCat = w(sinkCat)
+	}
+	s := NewSink(sinkCat, Config{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	rel := &decode.Relation{ID: 7, Schema: "public", Name: "t", Columns: []decode.Column{
 		{Name: "id", TypeOID: 20, TypeName: "int8", Key: true, NotNull: true},
 		{Name: "v", TypeOID: 25, TypeName: "text"},
