@@ -36,7 +36,9 @@ var (
 		Usage: "S3-compatible endpoint, e.g. http://127.0.0.1:7070 (credentials come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the AWS profile)"}
 	flagConfig = &cli.StringFlag{Name: "config", EnvVars: env("config"),
 		Usage: "a YAML file of settings (any flag, e.g. flush_interval: 5s), type mapping rules and per-table policies; check it with pg2iceberg config check FILE (see docs/configuration.md)"}
-	flagS3Region    = &cli.StringFlag{Name: "s3-region", EnvVars: env("s3-region"), Value: "us-east-1", Usage: "S3 region"}
+	flagS3Region  = &cli.StringFlag{Name: "s3-region", EnvVars: env("s3-region"), Value: "us-east-1", Usage: "S3 region"}
+	flagS3Timeout = &cli.DurationFlag{Name: "s3-timeout", EnvVars: env("s3-timeout"), Value: iceberg.DefaultS3Timeout,
+		Usage: "abandon (and retry) an S3 request whose connection moves no byte for this long: a half-open connection"}
 	flagS3PathStyle = &cli.BoolFlag{Name: "s3-path-style", EnvVars: env("s3-path-style"), Usage: "address buckets as host/bucket/key, not bucket.host/key (MinIO, versitygw)"}
 
 	flagDebug = &cli.BoolFlag{Name: "debug", EnvVars: env("debug"), Usage: "log at debug level"}
@@ -169,7 +171,7 @@ var (
 // storageFlags are the flags of the commands that read the warehouse, and
 // sourceFlags of those that read the source too.
 var (
-	storageFlags = flags([]cli.Flag{flagWarehouse, flagCatalog, flagS3Endpoint, flagS3Region, flagS3PathStyle}, restFlags)
+	storageFlags = flags([]cli.Flag{flagWarehouse, flagCatalog, flagS3Endpoint, flagS3Region, flagS3PathStyle, flagS3Timeout}, restFlags)
 	sourceFlags  = flags([]cli.Flag{flagSource, flagPublication, flagSlot, flagWarehouse, flagCatalog, flagConfig}, storageFlags[2:])
 )
 

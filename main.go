@@ -122,6 +122,7 @@ func catalogConfig(c *cli.Context) iceberg.CatalogConfig {
 		S3Endpoint:  c.String(flagS3Endpoint.Name),
 		S3Region:    c.String(flagS3Region.Name),
 		S3PathStyle: c.Bool(flagS3PathStyle.Name),
+		S3Timeout:   c.Duration(flagS3Timeout.Name),
 		REST:        restConfig(c),
 	}
 }

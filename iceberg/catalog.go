@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	icego "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -39,6 +40,9 @@ type CatalogConfig struct {
 	S3Endpoint  string
 	S3Region    string
 	S3PathStyle bool
+	// S3Timeout is how long an S3 connection may go without a byte either
+	// way before its request is abandoned and retried (0: DefaultS3Timeout).
+	S3Timeout time.Duration
 	// S3AccessKeyID and S3SecretAccessKey are static keys for a program
 	// that opens several S3 stores at once (the integration tests): set,
 	// they are used instead of the default chain. The command line has no
@@ -59,6 +63,9 @@ func (c CatalogConfig) Validate() error {
 	}
 	if strings.Contains(c.Warehouse, "://") && !strings.HasPrefix(c.Warehouse, "s3://") && !strings.HasPrefix(c.Warehouse, "file://") {
 		errs = append(errs, fmt.Errorf("warehouse %q: only local directories and s3://bucket/prefix are supported", c.Warehouse))
+	}
+	if c.S3Timeout < 0 {
+		errs = append(errs, fmt.Errorf("S3 timeout %s: want a positive duration such as 60s", c.S3Timeout))
 	}
 	errs = append(errs, c.REST.validate(c.IsREST())...)
 	switch {
@@ -129,6 +136,9 @@ func (c CatalogConfig) IOProps() icego.Properties {
 		// Said either way: iceberg-go picks path style only with an
 		// endpoint in its own properties, not one from AWS_ENDPOINT_URL_S3.
 		p[icebergio.S3ForceVirtualAddressing] = strconv.FormatBool(!c.S3PathStyle)
+		if c.S3Timeout > 0 {
+			p[propS3Timeout] = c.S3Timeout.String()
+		}
 	}
 	return p
 }

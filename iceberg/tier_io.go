@@ -22,8 +22,9 @@ import (
 // LoadFSFunc), so the s3:// scheme is registered here again with an IO
 // that opens one iceberg-go IO per bucket on first use, each with the
 // table's properties (the same endpoint and credentials). The per-bucket
-// IOs are iceberg-go's own, loaded through the s3a:// scheme, which the
-// same factory serves and whose IO accepts s3:// paths of its bucket.
+// IOs are loaded through the s3a:// scheme: iceberg-go's own IO, which
+// accepts s3:// paths of its bucket, with the S3 timeout and one IO per
+// bucket and properties (s3client.go).
 
 func init() {
 	icebergio.Unregister("s3")

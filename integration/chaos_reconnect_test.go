@@ -331,7 +331,13 @@ func TestServerRestartUnderLoad(t *testing.T) {
 // waitFlushes waits until the bridge has committed n more flushes.
 func waitFlushes(t *testing.T, r *reconnectRun, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	waitFlushesWithin(t, r, n, 2*time.Minute)
+}
+
+// waitFlushesWithin is waitFlushes with another bound than 2 minutes.
+func waitFlushesWithin(t *testing.T, r *reconnectRun, n int64, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	var start int64 = -1
 	for time.Now().Before(deadline) {
 		if !r.b.running() {
@@ -347,5 +353,5 @@ func waitFlushes(t *testing.T, r *reconnectRun, n int64) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("fewer than %d flushes within 2 minutes; log:\n%s", n, tail(r.b.log(), 30))
+	t.Fatalf("fewer than %d flushes within %s; log:\n%s", n, within, tail(r.b.log(), 30))
 }

@@ -12,7 +12,7 @@ import (
 
 // TestNetworkFaultsS3 puts toxiproxy between the bridge and S3
 // (versitygw) while a workload streams: latency, a bandwidth limit,
-// connection resets and a half-open connection on the data file and
+// connection resets, and half-open connections (for a while, and for good) on the data file and
 // metadata writes of the flushes. The same process survives each, nothing
 // is acknowledged that is not committed, and at the end the mirrors equal
 // Postgres and the changelogs hold exactly the committed changes.
@@ -32,7 +32,8 @@ func TestNetworkFaultsS3(t *testing.T) {
 	r := &reconnectRun{pg: pg, conn: conn, tg: tg, addr: freeAddr(t), changes: map[string]int64{}}
 	args := []string{"run", "--source", pg.SuperURL("postgres"), "--publication", "rc_pub", "--flush-interval", "1s",
 		"--metrics-addr", r.addr, "--warehouse", tg.warehouse, "--catalog", tg.catalog,
-		"--s3-endpoint", "http://" + net.JoinHostPort("127.0.0.1", portOf(px.Listen)), "--s3-region", tg.s3.Region, "--s3-path-style"}
+		"--s3-endpoint", "http://" + net.JoinHostPort("127.0.0.1", portOf(px.Listen)), "--s3-region", tg.s3.Region, "--s3-path-style",
+		"--s3-timeout", "4s"} // long enough for the 64 KB/s step (bytes toxiproxy holds are silence to the bridge)
 	var env []string
 	for _, e := range tg.env() {
 		if !strings.HasPrefix(e, "AWS_ENDPOINT_URL") { // the bridge goes through the proxy
@@ -68,12 +69,23 @@ func TestNetworkFaultsS3(t *testing.T) {
 	waitFlushes(t, r, 2)
 	// Half-open for 5 s: S3's bytes vanish, the sockets stay open; the
 	// requests under way hang until toxiproxy closes their connections
-	// as the toxic goes (a peer that never closes is not covered: the S3
-	// client has no response timeout, see docs/reliability.md).
+	// as the toxic goes.
 	off = toxic(t, px, harness.Toxic{Name: "halfopen", Type: "timeout", Attributes: map[string]int{"timeout": 0}})
 	time.Sleep(5 * time.Second)
 	off()
 	waitFlushes(t, r, 2)
+	// Half-open for good on about a tenth of the connections (toxiproxy
+	// draws each connection's fate when the toxic is added and when the
+	// connection opens): S3 gets the requests on them and its answers
+	// wait an hour, and the connections stay open. (A timeout toxic would
+	// not do: it closes the client's side as soon as S3 closes its own.)
+	// Flushes go on meanwhile only if a request that hears nothing for
+	// --s3-timeout is abandoned and tried again on another connection;
+	// each stuck attempt costs the 4 s of --s3-timeout.
+	off = toxic(t, px, harness.Toxic{Name: "stuck", Type: "latency", Toxicity: 0.1, Attributes: map[string]int{"latency": 3_600_000}})
+	waitFlushesWithin(t, r, 3, 4*time.Minute)
+	off()
+	waitFlushes(t, r, 1)
 
 	steps := stop()
 	r.changes["a"], r.changes["b"] = steps, steps
