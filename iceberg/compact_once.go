@@ -124,9 +124,7 @@ func runOnce(ctx context.Context, ident table.Identifier, wfs icebergio.WriteFil
 		return fmt.Errorf("commit (its files are kept: the outcome may be unknown): %w", err)
 	}
 	// Readers without a catalog follow version-hint.text.
-	if err := (&icebergTable{ident: ident, fs: wfs}).committedTo(out); err != nil {
-		return err
-	}
+	(&icebergTable{ident: ident, fs: wfs}).committedTo(out)
 	rep.DataFilesAfter, rep.DeleteFilesAfter, _, _ = liveCounts(out)
 	rep.FilesRewritten, rep.FilesWritten = len(r.oldData), len(r.newData)
 	rep.BytesRewritten, rep.BytesWritten = r.bytesRead, r.written

@@ -69,5 +69,6 @@ func (t *icebergTable) moveTag(ctx context.Context, s *Sink) error {
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", t.name(), err)
 	}
-	return t.committedTo(tbl)
+	t.committedTo(tbl)
+	return nil
 }

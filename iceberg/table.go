@@ -98,7 +98,8 @@ func (t *icebergTable) maybeExpire(ctx context.Context, cat catalog.Catalog) err
 	if u.GaveUp > 0 && t.log != nil {
 		t.log.Warn("giving up deleting files of expired snapshots; orphan file cleanup can remove them", "table", t.name(), "expiries", u.GaveUp)
 	}
-	return t.committedTo(u.Table)
+	t.committedTo(u.Table)
+	return nil
 }
 
 // countUpkeep counts what the table's maintenance did.
@@ -136,18 +137,17 @@ func (t *icebergTable) expireFailed(err error) {
 // logged, and the table's next commit writes one again. (Failing the
 // commit here would have the caller discard files the catalog already
 // references.)
-func (t *icebergTable) committedTo(tbl *table.Table) error {
+func (t *icebergTable) committedTo(tbl *table.Table) {
 	changed := t.tbl == nil || t.tbl.MetadataLocation() != tbl.MetadataLocation()
 	t.tbl = tbl
 	if !changed {
-		return nil
+		return
 	}
 	name := path.Base(tbl.MetadataLocation())
 	hint := strings.TrimSuffix(name, ".metadata.json")
 	if err := t.fs.WriteFile(tbl.Location()+"/metadata/version-hint.text", []byte(hint)); err != nil && t.log != nil {
 		t.log.Warn("version hint not written; readers without a catalog see the table's previous version until its next commit", "table", t.name(), "error", err)
 	}
-	return nil
 }
 
 func (t *icebergTable) name() string { return strings.Join(t.ident, ".") }
@@ -234,9 +234,7 @@ func openTable(ctx context.Context, cat catalog.Catalog, ident table.Identifier,
 		return nil, fmt.Errorf("file IO of %s cannot write", strings.Join(ident, "."))
 	}
 	t := &icebergTable{ident: ident, fs: wfs}
-	if err := t.committedTo(tbl); err != nil {
-		return nil, err
-	}
+	t.committedTo(tbl)
 	if t.watermark, t.committed, err = Watermark(tbl, source); err != nil {
 		return nil, err
 	}
@@ -348,9 +346,7 @@ func (t *icebergTable) commitFiles(ctx context.Context, cat catalog.Catalog, dat
 			tbl, err = txn.Commit(ctx)
 			if err == nil {
 				t.watermark, t.committed = lsn, time.Now()
-				if err := t.committedTo(tbl); err != nil {
-					return err
-				}
+				t.committedTo(tbl)
 				return t.maybeExpire(ctx, cat)
 			}
 		}
@@ -367,7 +363,8 @@ func (t *icebergTable) commitFiles(ctx context.Context, cat catalog.Catalog, dat
 		}
 		if hasCommit(tbl, commitID) {
 			t.watermark, t.committed = lsn, time.Now()
-			return t.committedTo(tbl)
+			t.committedTo(tbl)
+			return nil
 		}
 		if err := t.reconcile(tbl, source, replaceAll); err != nil {
 			return err
@@ -500,5 +497,6 @@ func (t *icebergTable) commitTxn(ctx context.Context, txn *table.Transaction, wh
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", what, t.name(), err)
 	}
-	return t.committedTo(tbl)
+	t.committedTo(tbl)
+	return nil
 }
