@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -156,7 +157,7 @@ func TestCrashRandom(t *testing.T) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel()
 			r := &chaosRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
-				changes: map[string]int64{}, resyncs: map[string]int64{}, next: map[string]int64{"a": 1000, "b": 1000},
+				changes: map[string]int64{}, adds: map[string][]lsnSpan{}, next: map[string]int64{"a": 1000, "b": 1000},
 				armed: map[string]int{}, hit: map[string]int{}}
 			defer func() {
 				stats.add(seed, r, t.Failed())
@@ -183,13 +184,16 @@ type chaosRun struct {
 	killAt *time.Timer
 	killed bool
 	// changes counts the committed row changes of each table (its
-	// changelog rows), resyncs the copies an ADD COLUMN with a default
-	// made (a resync row each); next is each keyed table's next new id.
-	changes, resyncs, next map[string]int64
-	cols                   map[string][]string // the columns ADD COLUMN added, per table
-	crashesLeft            int
-	armed, hit             map[string]int
-	kills, ops, restarts   int
+	// changelog rows); next is each keyed table's next new id.
+	changes, next map[string]int64
+	// adds holds, per table, where each ADD COLUMN with a default
+	// committed: each asks for a copy (a resync row), and one copy may
+	// serve several (see resyncsMatch).
+	adds                 map[string][]lsnSpan
+	cols                 map[string][]string // the columns ADD COLUMN added, per table
+	crashesLeft          int
+	armed, hit           map[string]int
+	kills, ops, restarts int
 }
 
 // crashCount is the range n of <point>:<n> is drawn from: how often a
@@ -282,13 +286,15 @@ func (r *chaosRun) selectList(table string) string {
 }
 
 // checkChangelog requires one changelog row per committed change and one
-// resync row per copy asked for, with no (lsn, xid, seq) twice.
+// resync row per copy the ADD COLUMNs with a default asked for (see
+// resyncsMatch), with no (lsn, xid, seq) twice.
 func (r *chaosRun) checkChangelog(tg target, table string) {
 	t := r.t
 	t.Helper()
 	rows := icegoRows(t, tg, "public."+table+"__changelog")
 	seen := make(map[string]bool, len(rows))
-	var dups, changes, resyncs int64
+	var dups, changes int64
+	var resyncs []uint64
 	for _, row := range rows {
 		id := fmt.Sprint(row["lsn"], "/", row["xid"], "/", row["seq"])
 		if seen[id] {
@@ -296,7 +302,11 @@ func (r *chaosRun) checkChangelog(tg target, table string) {
 		}
 		seen[id] = true
 		if row["op"] == "R" {
-			resyncs++
+			lsn, err := strconv.ParseUint(fmt.Sprint(row["lsn"]), 10, 64)
+			if err != nil {
+				t.Fatalf("%s__changelog: resync row with lsn %v: %v", table, row["lsn"], err)
+			}
+			resyncs = append(resyncs, lsn)
 		} else {
 			changes++
 		}
@@ -304,11 +314,50 @@ func (r *chaosRun) checkChangelog(tg target, table string) {
 	if dups > 0 {
 		t.Errorf("%s__changelog: %d changes recorded twice", table, dups)
 	}
-	if changes != r.changes[table] || resyncs != r.resyncs[table] {
-		t.Errorf("%s__changelog has %d changes and %d resync rows, want %d and %d", table, changes, resyncs, r.changes[table], r.resyncs[table])
+	if why := resyncsMatch(resyncs, r.adds[table]); changes != r.changes[table] || why != "" {
+		t.Errorf("%s__changelog has %d changes, want %d; resync rows at %v for ADD COLUMN ... DEFAULT committed within %v: %s",
+			table, changes, r.changes[table], resyncs, r.adds[table], why)
 	} else {
-		t.Logf("%s__changelog: %d changes and %d resync rows, as committed", table, changes, resyncs)
+		t.Logf("%s__changelog: %d changes and %d resync rows, as committed", table, changes, len(resyncs))
 	}
+}
+
+// lsnSpan bounds a commit's LSN: the WAL insert position before the
+// statement and after it returned.
+type lsnSpan struct{ from, to uint64 }
+
+func walInsertLSN(t *testing.T, conn *pgx.Conn) uint64 {
+	t.Helper()
+	var lsn int64
+	if err := conn.QueryRow(context.Background(), `SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint`).Scan(&lsn); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(lsn)
+}
+
+// resyncsMatch says what is wrong with a changelog's resync rows (their
+// LSNs, the copies' snapshots) for the ADD COLUMN ... DEFAULTs committed
+// within adds, "" when nothing is: every add is followed by a copy (a
+// resync row at or after it), and every copy was asked for by an add not
+// already served by the copy before it. A copy whose snapshot is taken
+// after several adds serves them all: one row, not one per add.
+func resyncsMatch(resyncs []uint64, adds []lsnSpan) string {
+	resyncs = slices.Sorted(slices.Values(resyncs))
+	for _, a := range adds {
+		if !slices.ContainsFunc(resyncs, func(r uint64) bool { return r >= a.from }) {
+			return fmt.Sprintf("no resync row after the ADD COLUMN committed within %v", a)
+		}
+	}
+	for j, r := range resyncs {
+		var prev uint64
+		if j > 0 {
+			prev = resyncs[j-1]
+		}
+		if !slices.ContainsFunc(adds, func(a lsnSpan) bool { return a.to > prev && a.from <= r }) {
+			return fmt.Sprintf("resync row at %d serves no ADD COLUMN the copy before it had not", r)
+		}
+	}
+	return ""
 }
 
 // start starts a bridge armed with the next crash, if any is left.
@@ -502,9 +551,12 @@ func (r *chaosRun) step() {
 		alter := fmt.Sprintf(`ALTER TABLE %s ADD COLUMN %s int`, k, col)
 		if r.rng.IntN(3) == 0 {
 			alter += ` DEFAULT 7`
-			r.resyncs[k]++
+			before := walInsertLSN(t, r.conn)
+			exec1(t, r.conn, alter)
+			r.adds[k] = append(r.adds[k], lsnSpan{before, walInsertLSN(t, r.conn)})
+		} else {
+			exec1(t, r.conn, alter)
 		}
-		exec1(t, r.conn, alter)
 		r.cols[k] = append(r.cols[k], col)
 		r.exec(k, fmt.Sprintf(`UPDATE %s SET %s = n WHERE id %% 5 = 0`, k, col))
 	}
@@ -532,5 +584,30 @@ func (r *chaosRun) tx(commit bool, fn func(tx pgx.Tx, add func(string, int64))) 
 	}
 	for k, v := range counts {
 		r.changes[k] += v
+	}
+}
+
+// resyncsMatch on the cases the driver meets: one copy per add, one copy
+// for two adds, a copy cut off, and a copy nobody asked for.
+func TestResyncsMatch(t *testing.T) {
+	adds := []lsnSpan{{100, 110}, {200, 210}}
+	for _, tc := range []struct {
+		resyncs []uint64
+		ok      bool
+	}{
+		{[]uint64{150, 250}, true},
+		{[]uint64{250}, true},      // one copy after both adds
+		{[]uint64{205, 260}, true}, // the first copy's snapshot was taken while the second add committed
+		{[]uint64{150}, false},     // the second add's copy is missing
+		{nil, false},
+		{[]uint64{150, 160, 250}, false}, // a copy no add asked for
+		{[]uint64{50, 150, 250}, false},
+	} {
+		if why := resyncsMatch(tc.resyncs, adds); (why == "") != tc.ok {
+			t.Errorf("resyncsMatch(%v, %v) = %q, want ok %t", tc.resyncs, adds, why, tc.ok)
+		}
+	}
+	if why := resyncsMatch(nil, nil); why != "" {
+		t.Errorf("no adds, no copies: %q", why)
 	}
 }
