@@ -328,11 +328,7 @@ type lsnSpan struct{ from, to uint64 }
 
 func walInsertLSN(t *testing.T, conn *pgx.Conn) uint64 {
 	t.Helper()
-	var lsn int64
-	if err := conn.QueryRow(context.Background(), `SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint`).Scan(&lsn); err != nil {
-		t.Fatal(err)
-	}
-	return uint64(lsn)
+	return uint64(lsnOf(t, conn, "SELECT pg_current_wal_insert_lsn()::text"))
 }
 
 // resyncsMatch says what is wrong with a changelog's resync rows (their
