@@ -472,8 +472,8 @@ func mustAbs(t *testing.T, p string) string {
 }
 
 // compareRows requires got and want to hold the same rows by key, each with
-// every column of want (a column got lacks is a difference, not a NULL;
-// columns only got has are not compared), and reports whether they do.
+// exactly the columns of want (a column got lacks is a difference, not a
+// NULL; a column only got has is one too), and reports whether they do.
 func compareRows(t *testing.T, reader, table, key string, got, want []row) bool {
 	t.Helper()
 	g, w := rowsKey(got, key), rowsKey(want, key)
@@ -496,6 +496,11 @@ func compareRows(t *testing.T, reader, table, key string, got, want []row) bool 
 			}
 			if fmt.Sprint(gv) != fmt.Sprint(wv) {
 				diffs = append(diffs, fmt.Sprintf("%s=%s column %s = %v, want %v", key, k, col, gr[col], wv))
+			}
+		}
+		for col, gv := range gr {
+			if _, ok := wr[col]; !ok {
+				diffs = append(diffs, fmt.Sprintf("%s=%s column %s = %v is not in PostgreSQL's row", key, k, col, gv))
 			}
 		}
 	}

@@ -186,7 +186,7 @@ func TestUnchangedToastResumedCopy(t *testing.T) {
 	if strings.Contains(b.log(), "copying the table again") {
 		t.Errorf("the table was copied again; log:\n%s", tail(b.log(), 20))
 	}
-	checkDocs(t, tg, conn, "id::text AS id, n::text AS n, md5(body) AS body")
+	checkDocs(t, tg, conn, "id::text AS id, n::text AS n, md5(body) AS body, pad")
 }
 
 // An UPDATE (body unchanged) that moves a row into a range the first part
