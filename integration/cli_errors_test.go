@@ -46,6 +46,7 @@ func TestCLIErrorPaths(t *testing.T) {
 	pg, conn := startSource(t, `CREATE TABLE t (id int PRIMARY KEY, v text);
 		CREATE TABLE other (id int PRIMARY KEY);
 		CREATE PUBLICATION ce_pub FOR TABLE t;
+		CREATE ROLE plain LOGIN PASSWORD 'plain-pw';
 		INSERT INTO t SELECT g, 'v' FROM generate_series(1, 10) g;`)
 	tg := localTarget(t)
 	source := pg.SuperURL("postgres")
@@ -68,6 +69,14 @@ func TestCLIErrorPaths(t *testing.T) {
 			fails: true, want: []string{"nope"}},
 		{name: "setup without a source", args: []string{"setup"},
 			fails: true, want: []string{"--source is required"}},
+		{name: "setup as a role that is not a superuser", args: []string{"setup", "--source", pg.URL("plain", "plain-pw", "postgres")},
+			fails: true, want: []string{"install the DDL capture (run as a superuser", "setup --print"}, notWant: []string{"plain-pw"}},
+		{name: "setup with a wrong password", args: []string{"setup", "--source", pg.URL("plain", "wrong-pw", "postgres")},
+			fails: true, want: []string{"password authentication failed"}, notWant: []string{"wrong-pw"}},
+		{name: "setup --print --uninstall", args: []string{"setup", "--print", "--uninstall"},
+			want: []string{"DROP EVENT TRIGGER IF EXISTS pg2iceberg_ddl;", "DROP TABLE IF EXISTS pg2iceberg.secret;"}, notWant: []string{"CREATE EVENT TRIGGER"}},
+		{name: "setup --print --grant-to", args: []string{"setup", "--print", "--grant-to", "Reader"},
+			want: []string{"CREATE EVENT TRIGGER", `GRANT SELECT ON pg2iceberg.secret TO "Reader";`}, notWant: []string{"<bridge role>"}},
 		{name: "repair without tables", args: append([]string{"repair"}, tg.args()...),
 			fails: true, want: []string{"name the tables to repair"}},
 		{name: "repair --location with two tables", args: append([]string{"repair", "--location", "file:///x"}, append(tg.args(), "public.t", "public.t__changelog")...),
