@@ -362,6 +362,9 @@ func (t *icebergTable) commitFiles(ctx context.Context, cat catalog.Catalog, dat
 			return fmt.Errorf("commit %s: outcome unknown (%w), and reloading failed: %w; the files are kept", t.name(), err, lerr)
 		}
 		if hasCommit(tbl, commitID) {
+			if t.log != nil {
+				t.log.Warn("commit outcome was unknown: the catalog holds it (found by its commit id)", "table", t.name(), "error", err)
+			}
 			t.watermark, t.committed = lsn, time.Now()
 			t.committedTo(tbl)
 			return nil
