@@ -49,7 +49,7 @@ func TestDropWhileStopped(t *testing.T) {
 		CREATE PUBLICATION ds_pub FOR TABLE a, b, c;`)
 	cfg := setupDropB(t, pg)
 	tg := localTarget(t)
-	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "ds_pub", "--flush-interval", "1s", "--config", cfg}, tg.args()...)
+	run := runArgs(pg, "ds_pub", tg, "--config", cfg)
 	b := startBridge(t, nil, run...)
 	waitSlot(t, conn, "pg2iceberg_ds_pub", b)
 	exec1(t, conn, `ALTER TABLE a RENAME TO a2`)

@@ -24,7 +24,7 @@ func TestPublicationNames(t *testing.T) {
 		exec1(t, conn, fmt.Sprintf(`CREATE TABLE %s (id int PRIMARY KEY, v text);
 			INSERT INTO %[1]s SELECT g, 'v' || g FROM generate_series(1, 100) g;
 			CREATE PUBLICATION %s FOR TABLE %[1]s`, tbl, pgx.Identifier{pub}.Sanitize()))
-		b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", pub, "--flush-interval", "1s"}, tg.args()...)...)
+		b := startBridge(t, nil, runArgs(pg, pub, tg)...)
 		slot := activeSlot(t, conn, b)
 		if !regexp.MustCompile(`^pg2iceberg_[a-z0-9_]{1,52}$`).MatchString(slot) {
 			t.Errorf("publication %q: slot %q is not a valid derived name", pub, slot)
@@ -80,7 +80,7 @@ func TestChangelogNameCollision(t *testing.T) {
 		INSERT INTO t VALUES (1, 'a'); INSERT INTO t__changelog VALUES (1, 'b');
 		CREATE PUBLICATION nc_pub FOR TABLE t, t__changelog;`)
 	tg := localTarget(t)
-	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "nc_pub", "--flush-interval", "1s"}, tg.args()...)
+	run := runArgs(pg, "nc_pub", tg)
 	want := []string{"public.t__changelog", "changelog of public.t", "--no-changelog"}
 	out, err := runOnce(t, run...)
 	if err == nil {

@@ -22,7 +22,7 @@ func TestRenameIntoAnotherTablesName(t *testing.T) {
 		t.Fatalf("setup: %v\n%s", err, out)
 	}
 	tg := localTarget(t)
-	run := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "rc_pub", "--flush-interval", "1s"}, tg.args()...)
+	run := runArgs(pg, "rc_pub", tg)
 	b := startBridge(t, nil, run...)
 	waitSlot(t, conn, "pg2iceberg_rc_pub", b)
 	exec1(t, conn, `UPDATE t SET v = 't1 before'`)

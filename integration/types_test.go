@@ -323,7 +323,7 @@ func startTypeMatrixOf(t *testing.T, keep func(name string) bool, settings map[s
 		vals = picked
 		exec1(t, m.conn, "INSERT INTO types.matrix ("+strings.Join(m.names, ", ")+") VALUES ("+strings.Join(vals, ", ")+")")
 	}
-	args := append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "types_pub", "--flush-interval", "1s"}, m.tg.args()...)
+	args := runArgs(pg, "types_pub", m.tg)
 	m.b = startBridge(t, nil, append(args, flags...)...)
 	waitSlot(t, m.conn, typesSlot, m.b)
 	return m

@@ -29,7 +29,7 @@ func TestCommitNotYetVisible(t *testing.T) {
 		INSERT INTO later SELECT g, 'l' || g FROM generate_series(1, 50) g;
 		CREATE PUBLICATION vis_pub FOR TABLE a;`)
 	tg := localTarget(t)
-	b := startBridge(t, nil, append([]string{"run", "--source", pg.SuperURL("postgres"), "--publication", "vis_pub", "--flush-interval", "1s"}, tg.args()...)...)
+	b := startBridge(t, nil, runArgs(pg, "vis_pub", tg)...)
 	waitSlot(t, conn, "pg2iceberg_vis_pub", b)
 
 	setSyncStandby(t, pg, conn, "ghost")
