@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
 
 // dvReaders is what each reader of the interop suite does with a format
@@ -16,23 +19,24 @@ import (
 // v3 column of docs/querying.md's interop table; a reader that changes
 // fails the test until both are updated.
 var dvReaders = map[string]string{
-	"iceberg-go": "reads",
-	"pyiceberg":  "reads",
-	"Spark SQL":  "reads",
-	"DuckDB":     "reads",
+	"iceberg-go":    "reads",
+	"pyiceberg":     "reads",
+	"Spark SQL":     "reads",
+	"DuckDB":        "reads",
+	"DuckDB (REST)": "reads",
 }
 
-// A format v3 mirror (format_version: 3 in the configuration file) with
-// updates and deletes over several flushes, so a data file's deletion
-// vector is replaced by one holding the old deletes and the new, and a
-// compaction by the bridge while it streams, then more deletes: each
-// reader of the interop suite reads it, and what it returns is compared
-// with PostgreSQL and with dvReaders.
-func TestDeletionVectorReaders(t *testing.T) {
-	t.Parallel()
-	pg, conn := startSource(t, `CREATE TABLE ev (id int PRIMARY KEY, n bigint NOT NULL, v text);
-		INSERT INTO ev SELECT g, g * 10, 'v' || g FROM generate_series(1, 2000) g;
-		CREATE PUBLICATION dv_pub FOR TABLE ev;`)
+// dvSource is the table of the deletion-vector tests.
+const dvSource = `CREATE TABLE ev (id int PRIMARY KEY, n bigint NOT NULL, v text);
+	INSERT INTO ev SELECT g, g * 10, 'v' || g FROM generate_series(1, 2000) g;
+	CREATE PUBLICATION dv_pub FOR TABLE ev;`
+
+// streamDV streams updates and deletes of ev into a format v3 mirror on
+// tg over several flushes, then again with compaction on until one is
+// installed, and more deletes after it; it requires live deletion vectors
+// and no compaction or key-index trouble, and returns how many are live.
+func streamDV(t *testing.T, pg *harness.Postgres, conn *pgx.Conn, tg target) int {
+	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "pg2iceberg.yaml")
 	writeCfg := func(compact string) {
 		if err := os.WriteFile(cfg, []byte("tables:\n  - table: public.ev\n    format_version: 3\n    compaction: "+compact+"\n"), 0o644); err != nil {
@@ -40,8 +44,7 @@ func TestDeletionVectorReaders(t *testing.T) {
 		}
 	}
 	writeCfg("{enabled: false}")
-	tg := localTarget(t)
-	b := startBridge(t, nil, runArgs(pg, "dv_pub", tg, "--flush-interval", "1s", "--config", cfg)...)
+	b := startBridge(t, tg.env(), runArgs(pg, "dv_pub", tg, "--flush-interval", "1s", "--config", cfg)...)
 	waitSlot(t, conn, "pg2iceberg_dv_pub", b)
 	change := func(i int) {
 		exec1(t, conn, fmt.Sprintf(`BEGIN;
@@ -55,11 +58,11 @@ func TestDeletionVectorReaders(t *testing.T) {
 		waitCaughtUp(t, conn, "pg2iceberg_dv_pub", b)
 	}
 	b.stop(t)
-	if v := loadTable(t, tg, "public.ev").Metadata().Version(); v != 3 {
+	if v := icegoTable(t, tg, "public.ev").Metadata().Version(); v != 3 {
 		t.Fatalf("public.ev is format version %d, want 3", v)
 	}
 	writeCfg("{min_input_files: 4}")
-	b = startBridge(t, nil, runArgs(pg, "dv_pub", tg, "--flush-interval", "1s", "--config", cfg)...)
+	b = startBridge(t, tg.env(), runArgs(pg, "dv_pub", tg, "--flush-interval", "1s", "--config", cfg)...)
 	waitSlot(t, conn, "pg2iceberg_dv_pub", b)
 	untilCompacted(t, b, "public.ev", 1, 4, 40, func(i int) {
 		change(i)
@@ -74,7 +77,7 @@ func TestDeletionVectorReaders(t *testing.T) {
 		}
 	}
 	dvs := 0
-	for _, f := range liveFilesOf(t, loadTable(t, tg, "public.ev")) {
+	for _, f := range liveFilesOf(t, icegoTable(t, tg, "public.ev")) {
 		if strings.HasSuffix(f.path, ".puffin") {
 			dvs++
 		} else if f.content != 0 {
@@ -85,6 +88,20 @@ func TestDeletionVectorReaders(t *testing.T) {
 		t.Fatalf("no live deletion vector in public.ev: the readers would not read any")
 	}
 	t.Logf("public.ev: %d live deletion vectors; %s", dvs, lastLine(b.log(), `msg="compaction installed" table=public.ev `))
+	return dvs
+}
+
+// A format v3 mirror (format_version: 3 in the configuration file) with
+// updates and deletes over several flushes, so a data file's deletion
+// vector is replaced by one holding the old deletes and the new, and a
+// compaction by the bridge while it streams, then more deletes: each
+// reader of the interop suite reads it, and what it returns is compared
+// with PostgreSQL and with dvReaders.
+func TestDeletionVectorReaders(t *testing.T) {
+	t.Parallel()
+	pg, conn := startSource(t, dvSource)
+	tg := localTarget(t)
+	dvs := streamDV(t, pg, conn, tg)
 
 	want := pgRows(t, conn, "id, n, v", "ev")
 	got := map[string]string{}
@@ -127,14 +144,47 @@ func TestDeletionVectorReaders(t *testing.T) {
 		got["DuckDB"] = "wrong rows"
 		t.Logf("DuckDB iceberg_scan: (count, sum(id), sum(n), sum(length(v))) = %s, PostgreSQL %s", duck, pgAgg)
 	}
+	// DuckDB through ATTACH to the bridge's REST catalog (serve).
+	cmd := exec.Command("python3", "readers/duckdb_report.py", "--rest-uri", uri, "--token-env", readerTokenEnv,
+		"--query", "SELECT count(*), sum(id), sum(n), sum(length(v)) FROM pg.public.ev")
+	cmd.Env = append(os.Environ(), readerTokenEnv+"="+token)
+	out, err = cmd.CombinedOutput()
+	switch duck := strings.TrimSpace(string(out)); {
+	case err != nil:
+		got["DuckDB (REST)"] = "error: " + firstLine(lastLine(duck, "rror"))
+	case duck == pgAgg:
+		got["DuckDB (REST)"] = "reads"
+	default:
+		got["DuckDB (REST)"] = "wrong rows"
+		t.Logf("DuckDB ATTACH: (count, sum(id), sum(n), sum(length(v))) = %s, PostgreSQL %s", duck, pgAgg)
+	}
 	var report strings.Builder
-	for _, r := range []string{"iceberg-go", "pyiceberg", "Spark SQL", "DuckDB"} {
-		fmt.Fprintf(&report, "\n  %-10s %s", r, got[r])
+	for _, r := range []string{"iceberg-go", "pyiceberg", "Spark SQL", "DuckDB", "DuckDB (REST)"} {
+		fmt.Fprintf(&report, "\n  %-13s %s", r, got[r])
 		if !strings.HasPrefix(got[r], dvReaders[r]) {
 			t.Errorf("%s on a v3 mirror with deletion vectors: %s, dvReaders says %q: update dvReaders and docs/querying.md", r, got[r], dvReaders[r])
 		}
 	}
 	t.Logf("readers of a v3 mirror with deletion vectors (%d live, after a compaction):%s", dvs, report.String())
+}
+
+// The same v3 stream into a warehouse on S3 (versitygw): the deletion
+// vectors are Puffin files in the bucket, the bridge reads them back when a
+// flush replaces a file's vector and when it compacts, and iceberg-go and
+// pyiceberg read the mirror as PostgreSQL has it.
+func TestDeletionVectorsS3(t *testing.T) {
+	t.Parallel()
+	pg, conn := startSource(t, dvSource)
+	tg := s3Target(t)
+	streamDV(t, pg, conn, tg)
+	for _, f := range liveFilesOf(t, icegoTable(t, tg, "public.ev")) {
+		if !strings.HasPrefix(f.path, "s3://lake/wh/") {
+			t.Errorf("live file %s is not in the S3 warehouse", f.path)
+		}
+	}
+	want := pgRows(t, conn, "id, n, v", "ev")
+	compareRows(t, "iceberg-go", "ev (v3 on S3)", "id", icegoRows(t, tg, "public.ev"), want)
+	compareRows(t, "pyiceberg", "ev (v3 on S3)", "id", pyicebergRows(t, tg, "public.ev"), want)
 }
 
 // sameRows reports whether got holds want's rows by id, each with want's

@@ -5,9 +5,11 @@
     duckdb_report.py --rest-uri https://... --client-id ID --secret-env VAR --ca-cert ca.pem
     duckdb_report.py --metadata shop.orders=/abs/00003-....metadata.json \\
         --metadata shop.customers=... --metadata shop.orders__changelog=...
+    duckdb_report.py --rest-uri http://... --token-env VAR --query "SELECT count(*) FROM pg.public.t"
 
 With --rest-uri it ATTACHes the REST catalog; with --metadata it reads the
-given metadata files with iceberg_scan, no catalog at all. The extensions
+given metadata files with iceberg_scan, no catalog at all. With --query it
+prints the query's first row as a Python tuple instead of the report. The extensions
 come from the duckdb-ext-* wheels (scripts/setup.sh) and load offline.
 Exit status 3 with "unavailable: ..." when DuckDB or the extension cannot
 be loaded.
@@ -28,6 +30,7 @@ def parse_args(argv):
     p.add_argument("--secret-env", help="environment variable holding the OAuth2 client secret")
     p.add_argument("--ca-cert", help="PEM file of the CA that signed the catalog's TLS certificate")
     p.add_argument("--metadata", action="append", default=[], help="table=metadata file location")
+    p.add_argument("--query", help="with --rest-uri: print the first row of this query (tables as pg.<ns>.<table>) instead of the report")
     return p.parse_args(argv)
 
 
@@ -75,6 +78,9 @@ def main(argv):
                 con.execute(f"ATTACH 'pg2iceberg' AS pg (TYPE iceberg, ENDPOINT {quote(args.rest_uri)}, SECRET pg2iceberg_token)")
             else:
                 con.execute(f"ATTACH 'pg2iceberg' AS pg (TYPE iceberg, ENDPOINT {quote(args.rest_uri)}, AUTHORIZATION_TYPE 'none')")
+            if args.query:
+                print(con.execute(args.query).fetchone())
+                return 0
             report = interop.sql_report(rows, "pg.shop.orders", "pg.shop.customers", "pg.shop.orders__changelog")
             report["tables"] = sorted(f"{r['schema']}.{r['name']}" for r in rows("SHOW ALL TABLES") if r["database"] == "pg")
         else:
