@@ -81,11 +81,14 @@ func TestNetworkFaultsS3(t *testing.T) {
 	// not do: it closes the client's side as soon as S3 closes its own.)
 	// Flushes go on meanwhile only if a request that hears nothing for
 	// --s3-timeout is abandoned and tried again on another connection;
-	// each stuck attempt costs the 4 s of --s3-timeout.
-	off = toxic(t, px, harness.Toxic{Name: "stuck", Type: "latency", Toxicity: 0.1, Attributes: map[string]int{"latency": 3_600_000}})
+	// each stuck attempt costs the 4 s of --s3-timeout. The run ends with
+	// the toxic on (the last flushes and the shutdown are under it):
+	// toxiproxy 2.5.0 can hang removing it, holding the lock every new
+	// connection takes (its latency stage, interrupted, hands its chunk to
+	// a writer that has already gone with the closed connection), which
+	// failed the test now and then with the DELETE's timeout.
+	_ = toxic(t, px, harness.Toxic{Name: "stuck", Type: "latency", Toxicity: 0.1, Attributes: map[string]int{"latency": 3_600_000}})
 	waitFlushesWithin(t, r, 3, 4*time.Minute)
-	off()
-	waitFlushes(t, r, 1)
 
 	steps := stop()
 	r.changes["a"], r.changes["b"] = steps, steps
