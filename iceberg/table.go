@@ -367,7 +367,7 @@ func (t *icebergTable) commitFiles(ctx context.Context, cat catalog.Catalog, dat
 			}
 			t.watermark, t.committed = lsn, time.Now()
 			t.committedTo(tbl)
-			return nil
+			return t.maybeExpire(ctx, cat)
 		}
 		if err := t.reconcile(tbl, source, replaceAll); err != nil {
 			return err
