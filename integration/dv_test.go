@@ -134,30 +134,26 @@ func TestDeletionVectorReaders(t *testing.T) {
 	if err := conn.QueryRow(context.Background(), `SELECT '(' || count(*) || ', ' || sum(id) || ', ' || sum(n) || ', ' || sum(length(v)) || ')' FROM ev`).Scan(&pgAgg); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("python3", "-c", duckdbScript, "SELECT count(*), sum(id), sum(n), sum(length(v)) FROM iceberg_scan(?)", dir).CombinedOutput()
-	switch duck := strings.TrimSpace(string(out)); {
-	case err != nil:
-		got["DuckDB"] = "error: " + firstLine(lastLine(duck, "Error"))
-	case duck == pgAgg:
-		got["DuckDB"] = "reads"
-	default:
-		got["DuckDB"] = "wrong rows"
-		t.Logf("DuckDB iceberg_scan: (count, sum(id), sum(n), sum(length(v))) = %s, PostgreSQL %s", duck, pgAgg)
+	// duck runs a DuckDB reader that prints the aggregates of ev and
+	// records whether they are PostgreSQL's.
+	duck := func(reader string, cmd *exec.Cmd) {
+		out, err := cmd.CombinedOutput()
+		switch agg := strings.TrimSpace(string(out)); {
+		case err != nil:
+			got[reader] = "error: " + firstLine(lastLine(agg, "rror"))
+		case agg == pgAgg:
+			got[reader] = "reads"
+		default:
+			got[reader] = "wrong rows"
+			t.Logf("%s: (count, sum(id), sum(n), sum(length(v))) = %s, PostgreSQL %s", reader, agg, pgAgg)
+		}
 	}
+	duck("DuckDB", exec.Command("python3", "-c", duckdbScript, "SELECT count(*), sum(id), sum(n), sum(length(v)) FROM iceberg_scan(?)", dir))
 	// DuckDB through ATTACH to the bridge's REST catalog (serve).
 	cmd := exec.Command("python3", "readers/duckdb_report.py", "--rest-uri", uri, "--token-env", readerTokenEnv,
 		"--query", "SELECT count(*), sum(id), sum(n), sum(length(v)) FROM pg.public.ev")
 	cmd.Env = append(os.Environ(), readerTokenEnv+"="+token)
-	out, err = cmd.CombinedOutput()
-	switch duck := strings.TrimSpace(string(out)); {
-	case err != nil:
-		got["DuckDB (REST)"] = "error: " + firstLine(lastLine(duck, "rror"))
-	case duck == pgAgg:
-		got["DuckDB (REST)"] = "reads"
-	default:
-		got["DuckDB (REST)"] = "wrong rows"
-		t.Logf("DuckDB ATTACH: (count, sum(id), sum(n), sum(length(v))) = %s, PostgreSQL %s", duck, pgAgg)
-	}
+	duck("DuckDB (REST)", cmd)
 	var report strings.Builder
 	for _, r := range []string{"iceberg-go", "pyiceberg", "Spark SQL", "DuckDB", "DuckDB (REST)"} {
 		fmt.Fprintf(&report, "\n  %-13s %s", r, got[r])

@@ -54,6 +54,9 @@ def quote(s):
 
 def main(argv):
     args = parse_args(argv)
+    if args.query and not args.rest_uri:
+        print("--query reads tables of an ATTACHed catalog: give --rest-uri too", file=sys.stderr)
+        return 2
     try:
         con = connect(args.ca_cert)
     except Exception as e:
