@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
+	"github.com/pg2iceberg/pg2iceberg/tiering"
 )
 
 // A flush whose version hint cannot be written after its commits went
@@ -60,9 +61,11 @@ func TestFlushStandsWithoutVersionHint(t *testing.T) {
 // lossyCatalog passes everything to its catalog, but once armed, the next
 // commit goes through and its answer is lost (an error), and the reloads
 // that would tell fail too, until disarmed: a commit of unknown outcome.
+// With reloads, only the answer is lost: the reload after it works and
+// shows the commit.
 type lossyCatalog struct {
 	catalog.Catalog
-	armed, lost bool
+	armed, lost, reloads bool
 }
 
 func (c *lossyCatalog) bind(tbl *table.Table, err error) (*table.Table, error) {
@@ -86,7 +89,7 @@ func (c *lossyCatalog) CreateTable(ctx context.Context, ident table.Identifier, 
 func (c *lossyCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
 	md, loc, err := c.Catalog.CommitTable(ctx, ident, reqs, updates)
 	if err == nil && c.armed {
-		c.armed, c.lost = false, true
+		c.armed, c.lost = false, !c.reloads
 		return nil, "", errors.New("read tcp: connection reset by peer")
 	}
 	return md, loc, err
@@ -113,6 +116,48 @@ func TestDiscardKeepsFilesOfUnknownCommit(t *testing.T) {
 	}
 	if got := mirrorRows(t, inner, "t"); len(got) != 2 {
 		t.Errorf("mirror holds %v, want ids 1 and 2 (its commit never went)", got)
+	}
+}
+
+// A commit whose answer was lost but which the reload shows (found by its
+// commit id) is followed by the table's upkeep like any other: before
+// a102d99 that path returned without it, so a table whose commits kept
+// losing their answers never expired a snapshot.
+func TestUpkeepAfterCommitFoundByID(t *testing.T) {
+	cat := &lossyCatalog{reloads: true}
+	inner, s, rel := keyedSink(t, func(c catalog.Catalog) catalog.Catalog { cat.Catalog = c; return cat })
+	insert := inserter(t, s, rel)
+	if err := insert(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	// The changelog's expiry is due again (its first commit ran one), and
+	// keeps only the newest snapshot.
+	cl := s.tables[rel.ID].changelog.icebergTable
+	cl.upkeep = tiering.Schedule{Retention: tiering.Retention{MaxSnapshotAge: time.Nanosecond, MinSnapshots: 1}, Keep: cl.upkeep.Keep}
+	ident := table.Identifier{"public", "t" + ChangelogSuffix}
+	before, err := inner.LoadTable(context.Background(), ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(before.Metadata().Snapshots()); n < 1 {
+		t.Fatalf("changelog has %d snapshots after the first flush, want 1 or more", n)
+	}
+	cat.armed = true
+	if err := insert(3, 4); err != nil { // the changelog's commit goes through unheard, the reload shows it
+		t.Fatalf("flush whose commit answer was lost but the reload shows it: %v; want it to stand", err)
+	}
+	after, err := inner.LoadTable(context.Background(), ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(after.Metadata().Snapshots()); n != 1 {
+		t.Errorf("changelog holds %d snapshots after the commit found by its commit id, want 1: its expiry did not run", n)
+	}
+	if n := changelogRows(t, inner, "t"); n != 4 {
+		t.Errorf("changelog holds %d rows, want 4", n)
+	}
+	if got := mirrorRows(t, inner, "t"); len(got) != 4 {
+		t.Errorf("mirror holds %v, want ids 1-4", got)
 	}
 }
 
