@@ -1,7 +1,7 @@
 # pg2iceberg — see README.md.
 GO ?= go
 
-.PHONY: setup build static test test-long chaos trino race unit integration lint demo bench bench-ab clean
+.PHONY: setup build static test test-long chaos trino race race-unit unit integration lint demo bench bench-ab clean
 
 # Installs what is missing (idempotent; under a second when all is there).
 # make test and make demo run it first, so on a fresh machine they are the
@@ -36,23 +36,28 @@ test: setup build
 	rm -rf bin/interop-report.txt bin/chaos-report.txt $(COVERDIR)
 	mkdir -p $(COVERDIR)/unit $(COVERDIR)/bridge
 	PG2ICEBERG_INTEROP_REPORT=$(CURDIR)/bin/interop-report.txt PG2ICEBERG_CHAOS_REPORT=$(CURDIR)/bin/chaos-report.txt \
-		PG2ICEBERG_COVERDIR=$(COVERDIR)/bridge \
-		$(GO) test -count=1 -timeout 60m -parallel 4 -cover -coverpkg=$(COVERPKG) ./... -args -test.gocoverdir=$(COVERDIR)/unit
+		PG2ICEBERG_COVERDIR=$(COVERDIR)/bridge PG2ICEBERG_RACE_TESTS='^($(RACE_TESTS))$$' \
+		$(GO) test -count=1 -timeout 60m -parallel 8 -cover -coverpkg=$(COVERPKG) ./... -args -test.gocoverdir=$(COVERDIR)/unit
 	@if [ -f bin/interop-report.txt ]; then cat bin/interop-report.txt; fi
 	@if [ -f bin/chaos-report.txt ]; then cat bin/chaos-report.txt; fi
 	@echo "coverage (unit and integration tests):"
 	@$(GO) tool covdata percent -i=$(COVERDIR)/unit,$(COVERDIR)/bridge
-	$(MAKE) race
+	$(MAKE) race-unit
 
 # The race detector over the packages that run goroutines of their own
 # (the pure decoding, mapping and Parquet packages have none and take
 # minutes under -race), then a few integration tests whose bridge is built
 # with -race: streaming with a crash and restart, a streamed transaction
-# applied ahead, the parallel copy. Part of make test.
+# applied ahead, the parallel copy. make test runs the packages
+# (race-unit) and, in its run of every integration test, has those tests'
+# bridges built with -race (PG2ICEBERG_RACE_TESTS); make race runs both
+# on their own.
 RACE_PKGS = . ./bridge ./iceberg/... ./replication ./tiering
 RACE_TESTS = TestMixedWorkloadLocal|TestCrashMidBatch|TestStreamedTransactionAhead|TestBackfillUnderLoadWithKill
-race:
+race-unit:
 	$(GO) test -count=1 -race $(RACE_PKGS)
+
+race: race-unit
 	PG2ICEBERG_RACE=1 $(GO) test -count=1 -timeout 20m -parallel 4 -run '^($(RACE_TESTS))$$' ./integration/
 
 # Trino, the fifth reader, opt-in (an 821 MB download): scripts/setup.sh

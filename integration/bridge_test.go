@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -34,9 +35,16 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binPath = filepath.Join(dir, "pg2iceberg")
+	raceBin.path = filepath.Join(dir, "pg2iceberg-race")
+	if expr := os.Getenv("PG2ICEBERG_RACE_TESTS"); expr != "" {
+		if raceTests, err = regexp.Compile(expr); err != nil {
+			fmt.Fprintln(os.Stderr, "PG2ICEBERG_RACE_TESTS:", err)
+			os.Exit(2)
+		}
+	}
 	// failpoints: the crash tests set PG2ICEBERG_TEST_CRASH (see
 	// iceberg/crash_failpoints.go), which only such a build reads.
-	build := exec.Command("go", buildArgs(binPath)...)
+	build := exec.Command("go", buildArgs(binPath, race)...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build pg2iceberg:", err)
@@ -69,7 +77,40 @@ var coverDir = os.Getenv("PG2ICEBERG_COVERDIR")
 // and fails the test that started it.
 var race = os.Getenv("PG2ICEBERG_RACE") == "1"
 
-func buildArgs(out string) []string {
+// raceTests, from PG2ICEBERG_RACE_TESTS (make test sets it), are the
+// top-level tests whose bridges alone are built with the race detector,
+// in a run of every test: the race binary is built when the first of
+// them starts a bridge, while the other tests run.
+var raceTests *regexp.Regexp
+
+// raceBin is the bridge built with the race detector for raceTests.
+var raceBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// bridgeBin is the binary of t's bridges, and whether it has the race
+// detector.
+func bridgeBin(t *testing.T) (string, bool) {
+	t.Helper()
+	root, _, _ := strings.Cut(t.Name(), "/")
+	if race || raceTests == nil || !raceTests.MatchString(root) {
+		return binPath, race
+	}
+	raceBin.once.Do(func() {
+		build := exec.Command("go", buildArgs(raceBin.path, true)...)
+		if out, err := build.CombinedOutput(); err != nil {
+			raceBin.err = fmt.Errorf("build pg2iceberg with -race: %w\n%s", err, out)
+		}
+	})
+	if raceBin.err != nil {
+		t.Fatal(raceBin.err)
+	}
+	return raceBin.path, true
+}
+
+func buildArgs(out string, race bool) []string {
 	args := []string{"build", "-tags", "failpoints", "-o", out}
 	if race {
 		args = append(args, "-race")
@@ -167,7 +208,8 @@ type bridge struct {
 func startBridge(t *testing.T, env []string, args ...string) *bridge {
 	t.Helper()
 	b := &bridge{done: make(chan struct{})}
-	b.cmd = exec.Command(binPath, args...)
+	bin, raced := bridgeBin(t)
+	b.cmd = exec.Command(bin, args...)
 	b.cmd.Env = append(os.Environ(), env...)
 	b.cmd.Stdout, b.cmd.Stderr = b, b
 	if err := b.cmd.Start(); err != nil {
@@ -188,7 +230,7 @@ func startBridge(t *testing.T, env []string, args ...string) *bridge {
 				<-b.done
 			}
 		}
-		if log := b.log(); race && strings.Contains(log, "WARNING: DATA RACE") {
+		if log := b.log(); raced && strings.Contains(log, "WARNING: DATA RACE") {
 			// Also from a bridge that was killed before its exit status
 			// could say so.
 			i := strings.Index(log, "WARNING: DATA RACE")

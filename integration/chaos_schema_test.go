@@ -20,6 +20,7 @@ import (
 // many: the randomized crash driver's failure after every after-schema
 // crash). A column with a default still gets its copy, and its R row.
 func TestAddColumnCrashAfterSchema(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		crash       string
 		inTx, deflt bool
@@ -29,7 +30,10 @@ func TestAddColumnCrashAfterSchema(t *testing.T) {
 		{"after-schema:1", false, true},
 	} {
 		name := fmt.Sprintf("%s/in-tx=%v/default=%v", tc.crash, tc.inTx, tc.deflt)
-		t.Run(name, func(t *testing.T) { runAddColumnCrash(t, tc.crash, tc.inTx, tc.deflt) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runAddColumnCrash(t, tc.crash, tc.inTx, tc.deflt)
+		})
 	}
 }
 
@@ -92,6 +96,7 @@ func runAddColumnCrash(t *testing.T, crash string, inTx, deflt bool) {
 // randomized crash driver, seeds 48, 59, 65, 93, 193 and 200). The mark
 // now carries the row's LSN and the start writes the row.
 func TestResyncRowAfterCrashAtCopyDone(t *testing.T) {
+	t.Parallel()
 	pg, conn := startSource(t, `CREATE TABLE rs (id int PRIMARY KEY, v text);
 		INSERT INTO rs SELECT g, 'v' || g FROM generate_series(1, 50) g;
 		CREATE PUBLICATION rs_pub FOR TABLE rs;`)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -19,9 +20,17 @@ import (
 // runOnce runs the binary to completion and returns its combined output.
 func runOnce(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	return runOnceEnv(t, nil, args...)
+}
+
+// runOnceEnv is runOnce with env added to the test's environment.
+func runOnceEnv(t *testing.T, env []string, args ...string) (string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, binPath, args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, binPath, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
 

@@ -136,6 +136,7 @@ func (r rewrite) env(t *testing.T, env map[string]string, set map[string]string)
 // load service's script. The mirrors read back through the served catalog
 // equal PostgreSQL, and every insert of the load is in the changelog.
 func TestComposePipeline(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := loadCompose(t, "../docker-compose.yml")
 	pgSvc, bridgeSvc, loadSvc := c.service(t, "postgres"), c.service(t, "pg2iceberg"), c.service(t, "load")
@@ -205,15 +206,11 @@ func TestComposePipeline(t *testing.T) {
 	}
 	waitCaughtUp(t, shop, slot, b)
 
-	for _, kv := range s3.Env() { // the reader's own S3 keys
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
 	token, err := os.ReadFile(filepath.Join(c.dir, c.Secrets["catalog_token"].File))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat := icegoREST(t, "http://"+addr, strings.TrimSpace(string(token)))
+	cat := icegoREST(t, "http://"+addr, strings.TrimSpace(string(token)), s3Keys(s3)) // the reader's own S3 keys
 	load := func(name string) []row {
 		tb, err := cat.LoadTable(ctx, strings.Split(name, "."))
 		if err != nil {

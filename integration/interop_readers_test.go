@@ -21,6 +21,8 @@ import (
 	icego "github.com/apache/iceberg-go"
 	icegorest "github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/pg2iceberg/pg2iceberg/integration/harness"
 )
 
 // The interop suite's readers (interop_test.go): the Python scripts in
@@ -98,13 +100,20 @@ func pythonReport(t *testing.T, env []string, token, script string, args ...stri
 	return r, true
 }
 
-func icegoREST(t *testing.T, uri, token string) *icegorest.Catalog {
+func icegoREST(t *testing.T, uri, token string, opts ...icegorest.Option) *icegorest.Catalog {
 	t.Helper()
-	cat, err := icegorest.NewCatalog(context.Background(), "pg", uri, icegorest.WithOAuthToken(token))
+	cat, err := icegorest.NewCatalog(context.Background(), "pg", uri, append([]icegorest.Option{icegorest.WithOAuthToken(token)}, opts...)...)
 	if err != nil {
 		t.Fatalf("iceberg-go REST catalog at %s: %v", uri, err)
 	}
 	return cat
+}
+
+// s3Keys gives an iceberg-go REST client s3's keys as its own (catalog
+// properties, which every table's file IO takes), as the test's
+// environment would without leaking into the other tests' processes.
+func s3Keys(s3 *harness.S3) icegorest.Option {
+	return icegorest.WithAdditionalProps(icego.Properties{"s3.access-key-id": s3.AccessKey, "s3.secret-access-key": s3.SecretKey})
 }
 
 // icegoReport reads the report with iceberg-go's scanner through the REST

@@ -365,6 +365,7 @@ func TestInterop(t *testing.T) {
 // region, path style): with their own keys, or with none when the server
 // vends its keys (--vend-s3-credentials).
 func TestInteropS3(t *testing.T) {
+	t.Parallel()
 	began := time.Now()
 	ctx := context.Background()
 	pg, conn := startSource(t, shopSchema)
@@ -397,14 +398,7 @@ func TestInteropS3(t *testing.T) {
 		}
 	}
 	withKeys := append(slices.Clone(noKeys), "AWS_ACCESS_KEY_ID="+tg.s3.AccessKey, "AWS_SECRET_ACCESS_KEY="+tg.s3.SecretKey)
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") {
-			t.Setenv(k, "") // iceberg-go reads in this process
-		}
-	}
-	t.Setenv("AWS_ACCESS_KEY_ID", tg.s3.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", tg.s3.SecretKey)
-	restCat := icegoREST(t, own, token)
+	restCat := icegoREST(t, own, token, s3Keys(tg.s3))
 	snap := map[string]int64{}
 	for _, name := range []string{"shop.orders", "shop.customers"} {
 		tb, err := restCat.LoadTable(ctx, strings.Split(name, "."))
@@ -466,7 +460,7 @@ func checkRepair(t *testing.T, tg target, cat *icegorest.Catalog) {
 		t.Fatalf("shop.orders still loads after its catalog entry was deleted")
 	}
 	args := append(append([]string{"repair"}, tg.args()...), "shop.orders")
-	out, err := runOnce(t, args...)
+	out, err := runOnceEnv(t, tg.env(), args...)
 	if err != nil || !strings.Contains(out, "the catalog now points at "+before.MetadataLocation()) {
 		t.Fatalf("pg2iceberg repair = %v:\n%s\nwant it to point shop.orders at %s", err, out, before.MetadataLocation())
 	}

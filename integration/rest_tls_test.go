@@ -197,6 +197,7 @@ func count304(log string) int {
 // read the mirrors equal to PostgreSQL; a wrong secret is refused with 401
 // and a message saying so; a conditional loadTable gets 304.
 func TestRESTServedTLSOAuth2(t *testing.T) {
+	t.Parallel()
 	jar := sparkJar(t)
 	ca, err := sharedTestCA()
 	if err != nil {

@@ -25,18 +25,14 @@ func startUsers(t *testing.T, extraSQL string) (conn *pgx.Conn, tg target, commo
 	return startUsersAt(t, localTarget(t), extraSQL)
 }
 
-// startUsersAt is startUsers into tg. For S3 it puts the credentials in
-// the test's environment, which every command the test runs inherits.
+// startUsersAt is startUsers into tg; the bridge gets tg's environment
+// (the S3 keys), and so must every command the caller runs.
 func startUsersAt(t *testing.T, tg target, extraSQL string) (conn *pgx.Conn, _ target, common, run []string, b *bridge) {
 	t.Helper()
-	for _, kv := range tg.env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
 	pg, conn := startSource(t, usersSchema+extraSQL)
 	common = append([]string{"--source", pg.SuperURL("postgres"), "--publication", "app_pub"}, tg.args()...)
 	run = append([]string{"run", "--flush-interval", "1s"}, common...)
-	b = startBridge(t, nil, run...)
+	b = startBridge(t, tg.env(), run...)
 	waitSlot(t, conn, usersSlot, b)
 	return conn, tg, common, run, b
 }

@@ -93,9 +93,11 @@ func TestRestoredCatalog(t *testing.T) {
 }
 
 // The same on S3, where the check lists each table's metadata with one
-// request: refused, flagged, repaired. Not parallel: its commands take the
-// S3 keys from the test's environment (see startUsersAt).
-func TestRestoredCatalogS3(t *testing.T) { restoredCatalog(t, s3Target(t), false) }
+// request: refused, flagged, repaired.
+func TestRestoredCatalogS3(t *testing.T) {
+	t.Parallel()
+	restoredCatalog(t, s3Target(t), false)
+}
 
 func restoredCatalog(t *testing.T, tg target, recopy bool) {
 	conn, tg, common, run, b := startUsersAt(t, tg, idleSQL)
@@ -104,13 +106,13 @@ func restoredCatalog(t *testing.T, tg target, recopy bool) {
 	b.stop(t)
 	backup := backupCatalog(t, tg)
 
-	b = startBridge(t, nil, run...)
+	b = startBridge(t, tg.env(), run...)
 	waitSlot(t, conn, usersSlot, b)
 	want += tenTransactions(t, conn, b, 1)
 	b.stop(t)
 	restoreCatalog(t, tg, backup)
 
-	out, err := runOnce(t, append([]string{"status"}, common...)...)
+	out, err := runOnceEnv(t, tg.env(), append([]string{"status"}, common...)...)
 	if err != nil {
 		t.Fatalf("status: %v\n%s", err, out)
 	}
@@ -124,7 +126,7 @@ func restoredCatalog(t *testing.T, tg target, recopy bool) {
 	}
 	t.Logf("status:\n%s", out)
 
-	b = startBridge(t, nil, run...)
+	b = startBridge(t, tg.env(), run...)
 	b.exited(t, time.Minute)
 	for _, w := range []string{"the catalog is behind", "app.users: the catalog points at", "app.users__changelog: the catalog points at",
 		"pg2iceberg repair " + strings.Join(tg.args(), " ") + " app.users app.users__changelog", "--on-stale-table=recopy"} {
@@ -141,14 +143,14 @@ func restoredCatalog(t *testing.T, tg target, recopy bool) {
 
 	tables := []string{"app.users", "app.users__changelog"}
 	repair := append([]string{"repair"}, tg.args()...)
-	out, err = runOnce(t, slices.Concat(repair, []string{"--dry-run"}, tables)...)
+	out, err = runOnceEnv(t, tg.env(), slices.Concat(repair, []string{"--dry-run"}, tables)...)
 	if err != nil || strings.Count(out, "would point the catalog at") != 2 {
 		t.Fatalf("repair --dry-run: %v\n%s", err, out)
 	}
-	if out, err = runOnce(t, append(repair, tables...)...); err != nil {
+	if out, err = runOnceEnv(t, tg.env(), append(repair, tables...)...); err != nil {
 		t.Fatalf("repair: %v\n%s", err, out)
 	}
-	b = startBridge(t, nil, run...)
+	b = startBridge(t, tg.env(), run...)
 	waitSlot(t, conn, usersSlot, b)
 	want += tenTransactions(t, conn, b, 2)
 	b.stop(t)
@@ -168,13 +170,13 @@ func restoredCatalog(t *testing.T, tg target, recopy bool) {
 	}
 	// Once more, taken out by copying the tables again.
 	restoreCatalog(t, tg, backup)
-	b = startBridge(t, nil, append(run, "--on-stale-table=recopy")...)
+	b = startBridge(t, tg.env(), append(run, "--on-stale-table=recopy")...)
 	waitSlot(t, conn, usersSlot, b)
 	tenTransactions(t, conn, b, 3)
 	b.stop(t)
 	checkUsersEqual(t, tg, conn, "after --on-stale-table=recopy")
 	// The tables are no longer behind: a start without the option streams.
-	b = startBridge(t, nil, run...)
+	b = startBridge(t, tg.env(), run...)
 	waitSlot(t, conn, usersSlot, b)
 	b.stop(t)
 	var resyncs int
@@ -186,7 +188,7 @@ func restoredCatalog(t *testing.T, tg target, recopy bool) {
 	if resyncs != 1 {
 		t.Errorf("changelog has %d resync rows, want 1 (where the re-copy replaced the mirror)", resyncs)
 	}
-	out, err = runOnce(t, slices.Concat(repair, []string{"--dry-run"}, tables)...)
+	out, err = runOnceEnv(t, tg.env(), slices.Concat(repair, []string{"--dry-run"}, tables)...)
 	if err == nil || strings.Contains(out, "would point the catalog at") || !strings.Contains(out, "app.users: the newest metadata file") || !strings.Contains(out, "forked") {
 		t.Errorf("repair after the re-copy (%v) does not refuse to point the catalog back at the older branch:\n%s", err, out)
 	}

@@ -174,9 +174,6 @@ func TestTieringLocal(t *testing.T) {
 // files there and reads them back (the key index, cold-row updates),
 // pyiceberg reads both buckets; maintain's orphan cleanup removes an
 // unreferenced file in the cold root and keeps the referenced ones.
-//
-// Not parallel: reading S3 in this process sets the gateway's keys in its
-// environment.
 func TestTieringS3(t *testing.T) {
 	t.Parallel()
 	pg, conn := startSource(t, tierSource)
