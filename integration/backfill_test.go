@@ -81,7 +81,15 @@ func TestBackfillUnderLoadWithKill(t *testing.T) {
 
 	b = startBridge(t, nil, args...)
 	waitSlot(t, conn, "pg2iceberg_bf_pub", b)
-	time.Sleep(3 * time.Second) // streaming under load after the copy
+	// Streaming under load after the copy: once the copy of big has
+	// finished, the slot acknowledges a WAL position the load writes past.
+	for deadline := time.Now().Add(3 * time.Minute); !strings.Contains(b.log(), `msg="copy finished" table=public.big`); {
+		if time.Now().After(deadline) || !b.running() {
+			t.Fatalf("the restarted bridge did not finish copying big within 3 minutes; log:\n%s", tail(b.log(), 20))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitCaughtUp(t, conn, "pg2iceberg_bf_pub", b)
 	stop()
 	waitCaughtUp(t, conn, "pg2iceberg_bf_pub", b)
 	resp, err := http.Get("http://" + addr + "/status")
