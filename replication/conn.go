@@ -50,6 +50,7 @@ func parseConfig(connURL string, replication bool) (*pgconn.Config, error) {
 		// dead path (a half-open network) would hang a reconnect.
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
+	cfg.DialFunc = dialer().DialContext
 	for k, v := range sessionParams {
 		cfg.RuntimeParams[k] = v
 	}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package replication
+
+import "syscall"
+
+// setUserTimeout does nothing where TCP_USER_TIMEOUT is not Linux's:
+// keepalive alone bounds a silent connection there.
+func setUserTimeout(string, string, syscall.RawConn) error { return nil }
