@@ -18,14 +18,7 @@ func TestDialSetsTimeouts(t *testing.T) {
 	}
 	defer ln.Close()
 	for _, replication := range []bool{false, true} {
-		cfg, err := parseConfig("postgres://u@"+ln.Addr().String()+"/db", replication)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := cfg.DialFunc(context.Background(), "tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := dialConfigured(t, ln.Addr().String(), replication)
 		raw, err := c.(*net.TCPConn).SyscallConn()
 		if err != nil {
 			t.Fatal(err)
@@ -63,4 +56,18 @@ func TestDialSetsTimeouts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// dialConfigured dials addr as a connection parseConfig set up would.
+func dialConfigured(t *testing.T, addr string, replication bool) net.Conn {
+	t.Helper()
+	cfg, err := parseConfig("postgres://u@"+addr+"/db", replication)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cfg.DialFunc(context.Background(), "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
