@@ -10,10 +10,8 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go/table"
-	"github.com/jackc/pgx/v5"
 	"github.com/urfave/cli/v2"
 
-	"github.com/pg2iceberg/pg2iceberg/connstr"
 	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/history"
 	"github.com/pg2iceberg/pg2iceberg/iceberg"
@@ -234,9 +232,9 @@ func holdLease(ctx context.Context, url, source, table string) (release func(), 
 	if url == "" {
 		return nil, fmt.Errorf("%s is written by the bridge (slot %s in database %s): give --source, the bridge's source URL, so that rollback can make sure the bridge is stopped", table, slot, db)
 	}
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := replication.Connect(ctx, url) // the bridge's own session settings and TCP timeouts; errors scrubbed
 	if err != nil {
-		return nil, connstr.ScrubError(fmt.Errorf("connect to --source %s: %w", connstr.Redact(url), err), url)
+		return nil, fmt.Errorf("--source: %w", err)
 	}
 	release = func() { _ = conn.Close(context.Background()) }
 	var current string

@@ -56,6 +56,12 @@ func TestPreflightErrors(t *testing.T) {
 		{"unsupported type", pg.SuperURL("postgres"), "shapes_pub", []string{"public.shapes.p", "point"}},
 		{"wrong password", pg.URL("app", "wrong-password", "postgres"), "shapes_pub", []string{"authentication failed"}},
 		{"no replication privilege", pg.URL("app", "s3cret-pw", "postgres"), "shapes_pub", []string{"may not start replication", "ALTER ROLE", "REPLICATION"}},
+		// libpq's TCP keywords set the connection's timeouts and are not
+		// sent to the server (which refuses them as settings): the run
+		// gets as far as the publication.
+		{"libpq TCP keywords", pg.SuperURL("postgres") + "&keepalives=1&keepalives_idle=10&keepalives_interval=3&keepalives_count=2&tcp_user_timeout=30000",
+			"nope", []string{`publication "nope" does not exist`}},
+		{"bad TCP keyword", pg.SuperURL("postgres") + "&keepalives_count=many", "shapes_pub", []string{`keepalives_count="many" is not a whole number`}},
 	}
 	replica := harness.StartPostgresT(t, harness.PostgresOptions{Settings: map[string]string{"wal_level": "replica"}})
 	if err := replica.Exec(ctx, `CREATE TABLE t (id int PRIMARY KEY); CREATE PUBLICATION p FOR TABLE t;`); err != nil {

@@ -50,7 +50,11 @@ func parseConfig(connURL string, replication bool) (*pgconn.Config, error) {
 		// dead path (a half-open network) would hang a reconnect.
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
-	cfg.DialFunc = dialer().DialContext
+	tcp, err := tcpFromParams(cfg.RuntimeParams)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DialFunc = tcp.dialer().DialContext
 	for k, v := range sessionParams {
 		cfg.RuntimeParams[k] = v
 	}

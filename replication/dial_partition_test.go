@@ -12,7 +12,7 @@ import (
 
 // With the peer cut off below the sockets (iptables drops what the
 // bridge sends, as a partition would), a connection the bridge dialed
-// fails within about tcpUserTimeout, whether it has just sent a query or
+// fails within about defaultUserTimeout, whether it has just sent a query or
 // sits waiting on a silent server; the kernel's defaults take about 15
 // and 2.5 minutes. Needs root and iptables: make partition.
 func TestDialNoticesPartition(t *testing.T) {
@@ -36,7 +36,7 @@ func TestDialNoticesPartition(t *testing.T) {
 					defer c.Close() // held open, never read: a server that went away
 				}
 			}()
-			c := dialConfigured(t, ln.Addr().String(), false)
+			c := dialConfigured(t, ln.Addr().String(), "", false)
 			defer c.Close()
 			port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 			rule := []string{"INPUT", "-p", "tcp", "--dport", port, "-j", "DROP"}
@@ -52,8 +52,8 @@ func TestDialNoticesPartition(t *testing.T) {
 			}
 			_, err = c.Read(make([]byte, 1))
 			took := time.Since(start)
-			if err == nil || took > 2*tcpUserTimeout {
-				t.Fatalf("read on the cut connection: %v after %s; want an error within %s", err, took.Round(time.Second), 2*tcpUserTimeout)
+			if err == nil || took > 2*defaultUserTimeout {
+				t.Fatalf("read on the cut connection: %v after %s; want an error within %s", err, took.Round(time.Second), 2*defaultUserTimeout)
 			}
 			t.Logf("the cut connection failed after %s: %v", took.Round(time.Second), err)
 		})
