@@ -110,9 +110,9 @@ func bridgeBin(t *testing.T) (string, bool) {
 	return raceBin.path, true
 }
 
-func buildArgs(out string, race bool) []string {
+func buildArgs(out string, withRace bool) []string {
 	args := []string{"build", "-tags", "failpoints", "-o", out}
-	if race {
+	if withRace {
 		args = append(args, "-race")
 	}
 	if coverDir != "" {

@@ -62,14 +62,17 @@ func tcpFromParams(params map[string]string) (tcpSettings, error) {
 		set(n)
 		return nil
 	}
-	for _, err := range []error{
-		num("keepalives_idle", func(n int) { s.keepAlive.Idle = time.Duration(n) * time.Second }),
-		num("keepalives_interval", func(n int) { s.keepAlive.Interval = time.Duration(n) * time.Second }),
-		num("keepalives_count", func(n int) { s.keepAlive.Count = n }),
-		num("tcp_user_timeout", func(n int) { s.userTimeout = time.Duration(n) * time.Millisecond }),
-		num("keepalives", func(n int) { s.keepAlive.Enable = n != 0 }),
+	for _, kw := range []struct {
+		key string
+		set func(int)
+	}{
+		{"keepalives_idle", func(n int) { s.keepAlive.Idle = time.Duration(n) * time.Second }},
+		{"keepalives_interval", func(n int) { s.keepAlive.Interval = time.Duration(n) * time.Second }},
+		{"keepalives_count", func(n int) { s.keepAlive.Count = n }},
+		{"tcp_user_timeout", func(n int) { s.userTimeout = time.Duration(n) * time.Millisecond }},
+		{"keepalives", func(n int) { s.keepAlive.Enable = n != 0 }},
 	} {
-		if err != nil {
+		if err := num(kw.key, kw.set); err != nil {
 			return tcpSettings{}, err
 		}
 	}
