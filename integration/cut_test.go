@@ -58,6 +58,7 @@ func TestConsistentCut(t *testing.T) {
 		}
 		cuts[got.Prefix] = true
 	}
+	checkDuckDBReads(t, tg, size(20, 200))
 	transfers := stop()
 	if transfers < 20 {
 		t.Fatalf("only %d transfers ran while reading: the test proves nothing", transfers)
@@ -163,6 +164,61 @@ func servedCut(t *testing.T, uri, token string) string {
 		t.Fatalf("GET /v1/config?warehouse=consistent = %d %.300s; want a cut-<lsn> prefix", code, body)
 	}
 	return cfg.Overrides["prefix"]
+}
+
+// checkDuckDBReads has DuckDB read the two sums n times, each through a
+// fresh ATTACH of warehouse "consistent" and of the default warehouse, from
+// a serve of its own whose debug log shows that DuckDB follows the prefix
+// /v1/config hands out (a DuckDB that ignored it would read main, and its
+// sums could break).
+func checkDuckDBReads(t *testing.T, tg target, n int) {
+	t.Helper()
+	uri, token, serve := serveCatalogWith(t, tg, "--debug")
+	req, err := json.Marshal(map[string]any{"uri": uri, "token": token, "warehouses": []string{"consistent", "pg2iceberg"},
+		"reads": n, "tables": cutTables, "column": "balance"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "python3", "readers/duckdb_cut.py")
+	cmd.Stdin = strings.NewReader(string(req))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("duckdb_cut.py: %v\n%s\n%s", err, out, stderr.String())
+	}
+	reads := map[string]int{}
+	broken := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r struct {
+			Read      int              `json:"read"`
+			Warehouse string           `json:"warehouse"`
+			Sums      map[string]int64 `json:"sums"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil || len(r.Sums) != len(cutTables) {
+			t.Fatalf("duckdb_cut.py printed %q (%v)", line, err)
+		}
+		reads[r.Warehouse]++
+		total := cutSums{Sums: r.Sums}.total()
+		switch {
+		case r.Warehouse == "consistent" && total != cutTotal:
+			t.Errorf("DuckDB read %d through warehouse consistent: %v, total %d, want %d", r.Read, r.Sums, total, cutTotal)
+		case r.Warehouse != "consistent" && total != cutTotal:
+			broken++
+		}
+	}
+	if reads["consistent"] != n || reads["pg2iceberg"] != n {
+		t.Fatalf("duckdb_cut.py made %v reads, want %d of each", reads, n)
+	}
+	// Every pinned read loads both tables under a cut-<lsn> prefix.
+	loads := regexp.MustCompile(`path=/v1/cut-[0-9a-f]+/namespaces/public/tables/accounts_[ab] status=200`).FindAllString(serve.log(), -1)
+	if len(loads) < 2*n {
+		t.Errorf("DuckDB loaded the tables %d times under a cut- prefix, want at least %d: it does not follow the prefix /v1/config hands out\n%s",
+			len(loads), 2*n, tail(serve.log(), 30))
+	}
+	t.Logf("DuckDB: %d pinned reads kept the total (%d table loads under a cut prefix); reading main broke it %d of %d times", n, len(loads), broken, n)
 }
 
 // startTransfers moves money between the two tables, one transaction per

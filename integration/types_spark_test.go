@@ -116,11 +116,20 @@ func sparkRefusesTime(t *testing.T, spark *sparkSession, tg target) {
 // token; it returns the catalog's URI and the token.
 func serveCatalog(t *testing.T, tg target) (string, string) {
 	t.Helper()
-	token := "types-" + fmt.Sprint(time.Now().UnixNano())
+	uri, token, _ := serveCatalogWith(t, tg)
+	return uri, token
+}
+
+// serveCatalogWith is serveCatalog with more serve flags, and the serve
+// process (for its log).
+func serveCatalogWith(t *testing.T, tg target, flags ...string) (uri, token string, serve *bridge) {
+	t.Helper()
+	token = "types-" + fmt.Sprint(time.Now().UnixNano())
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	serve := startBridge(t, nil, "serve", "--warehouse", tg.warehouse, "--catalog", tg.catalog, "--listen", "127.0.0.1:0", "--catalog-token-file", tokenFile)
-	return "http://" + listening(t, serve), token
+	args := append([]string{"serve", "--warehouse", tg.warehouse, "--catalog", tg.catalog, "--listen", "127.0.0.1:0", "--catalog-token-file", tokenFile}, flags...)
+	serve = startBridge(t, nil, args...)
+	return "http://" + listening(t, serve), token, serve
 }
