@@ -70,10 +70,11 @@ partition:
 # Trino, the fifth reader, opt-in (an 821 MB download): scripts/setup.sh
 # --trino fetches trino-server and trino-cli, then Trino's iceberg
 # connector reads the mirrors through the served catalog over TLS and
-# OAuth2 (integration/trino_test.go, build tag trino).
+# OAuth2, the consistent cut, and a format v3 mirror
+# (integration/trino_test.go, build tag trino).
 trino: build
 	bash scripts/setup.sh --trino
-	$(GO) test -count=1 -timeout 20m -tags trino -run '^TestTrinoReadsServedCatalog$$' -v ./integration/
+	$(GO) test -count=1 -timeout 20m -tags trino -run '^TestTrino' -v ./integration/
 
 # The integration tests with the heavy ones at full size (PG2ICEBERG_LONG=1:
 # the 5,000,000-row backfill, the 1,000,000-row transaction, ...; see size

@@ -23,6 +23,14 @@ const cutTotal = 2 * 20 * 1000
 
 var cutTables = []string{"public.accounts_a", "public.accounts_b"}
 
+// cutSource is the two accounts tables, cutTotal between them, and their
+// publication.
+const cutSource = `CREATE TABLE accounts_a (id int PRIMARY KEY, balance bigint NOT NULL);
+	CREATE TABLE accounts_b (id int PRIMARY KEY, balance bigint NOT NULL);
+	INSERT INTO accounts_a SELECT g, 1000 FROM generate_series(1, 20) g;
+	INSERT INTO accounts_b SELECT g, 1000 FROM generate_series(1, 20) g;
+	CREATE PUBLICATION cut_pub FOR TABLE accounts_a, accounts_b;`
+
 // A workload moves money between two tables, one transaction per
 // transfer, while Spark reads the two sums in two separate queries: through
 // a catalog session pinned to the consistent cut (warehouse "consistent")
@@ -32,11 +40,7 @@ var cutTables = []string{"public.accounts_a", "public.accounts_b"}
 func TestConsistentCut(t *testing.T) {
 	t.Parallel()
 	jar := sparkJar(t)
-	pg, conn := startSource(t, `CREATE TABLE accounts_a (id int PRIMARY KEY, balance bigint NOT NULL);
-		CREATE TABLE accounts_b (id int PRIMARY KEY, balance bigint NOT NULL);
-		INSERT INTO accounts_a SELECT g, 1000 FROM generate_series(1, 20) g;
-		INSERT INTO accounts_b SELECT g, 1000 FROM generate_series(1, 20) g;
-		CREATE PUBLICATION cut_pub FOR TABLE accounts_a, accounts_b;`)
+	pg, conn := startSource(t, cutSource)
 	tg := localTarget(t)
 	const slot = "pg2iceberg_cut_pub"
 	b := startBridge(t, nil, runArgs(pg, "cut_pub", tg, "--consistent-tag")...)
