@@ -111,6 +111,11 @@ func checkTableProperties(o *mapping.Overrides) error {
 				e.Add(p.Line, "tables entry %d: partition: %s", i+1, err)
 			}
 		}
+		for _, f := range p.ChangelogPartition {
+			if _, _, err := iceberg.ParsePartitionField(f); err != nil {
+				e.Add(p.Line, "tables entry %d: changelog_partition: %s", i+1, err)
+			}
+		}
 	}
 	return e.Err()
 }

@@ -34,4 +34,16 @@ func TestCheckPartitionFields(t *testing.T) {
 	if _, err := mapping.ParseOverrides([]byte("tables:\n  - table: a.b\n    partition: day(created_at)\n")); err == nil || !strings.Contains(err.Error(), "partition must be a list") {
 		t.Errorf("a partition that is not a list: %v, want an error saying it must be a list", err)
 	}
+	// The changelog's spec likewise.
+	o, err = mapping.ParseOverrides([]byte("tables:\n  - table: a.b\n    changelog_partition: [\"weeks(commit_ts)\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = `configuration:2: tables entry 1: changelog_partition: partition field "weeks(commit_ts)": unknown transform "weeks" (the transforms are identity, bucket, truncate, year, month, day, hour)`
+	if err := checkTableProperties(o); err == nil || err.Error() != want {
+		t.Errorf("checkTableProperties = %v, want %s", err, want)
+	}
+	if _, err := mapping.ParseOverrides([]byte("tables:\n  - table: a.b\n    changelog_partition: op\n")); err == nil || !strings.Contains(err.Error(), "changelog_partition must be a list") {
+		t.Errorf("a changelog_partition that is not a list: %v, want an error saying it must be a list", err)
+	}
 }

@@ -14,21 +14,24 @@ import (
 )
 
 // changelog appends one row per change to a changelog table, partitioned
-// by day of commit_ts: one open file per day touched in a flush.
+// by its spec (day of commit_ts by default, see changelog_part.go): one
+// open file per partition touched in a flush.
 type changelog struct {
 	*icebergTable
 	rel     *decode.Relation
 	idx     [8]int // op, lsn, xid, commit_ts, seq, before, after, unavailable → top-level field
 	childOf []int  // relation column → child index in before/after
 	unbound []int  // children no relation column fills: written as NULL
-	files   map[int32]*fileWriter
-	closed  []icego.DataFile // this flush's files closed early (schema change)
+	part    *changelogPart
+	partOf  int                    // the spec ID part is bound to (-1: none yet)
+	files   map[string]*fileWriter // open files by partition (see changelogPart.partition)
+	closed  []icego.DataFile       // this flush's files closed early (schema change)
 	changes int
 	lastEnd decode.LSN
 }
 
 func newChangelog(t *icebergTable, rel *decode.Relation) (*changelog, error) {
-	c := &changelog{icebergTable: t, rel: rel, files: make(map[int32]*fileWriter)}
+	c := &changelog{icebergTable: t, rel: rel, partOf: -1, files: make(map[string]*fileWriter)}
 	if err := c.bind(); err != nil {
 		return nil, err
 	}
@@ -83,20 +86,36 @@ type txInfo struct {
 	commitTS  time.Time
 }
 
-func (c *changelog) file(day int32) (*fileWriter, error) {
-	if fw, ok := c.files[day]; ok {
-		return fw, nil
+// file is the open file of a row's partition (opened when there is none)
+// and the partition's key. A spec another writer set since the last row
+// (Spark's ADD PARTITION FIELD) is bound first.
+func (c *changelog) file(op decode.Op, tx txInfo, seq int64) (*fileWriter, string, error) {
+	spec := c.tbl.Spec()
+	if c.partOf != spec.ID() {
+		p, err := newChangelogPart(c.name(), spec, c.tbl.Schema())
+		if err != nil {
+			return nil, "", err
+		}
+		c.part, c.partOf = p, spec.ID()
 	}
-	dir := "commit_ts_day=" + time.Unix(int64(day)*86400, 0).UTC().Format("2006-01-02")
-	// The partition value is inferred from commit_ts bounds: every row of a
-	// file has the same day.
+	var vals map[int]any
+	key := ""
+	if c.part != nil {
+		var err error
+		if vals, key, err = c.part.partition(op, tx, seq); err != nil {
+			return nil, "", fmt.Errorf("%s: %w", c.name(), err)
+		}
+	}
+	if fw, ok := c.files[key]; ok {
+		return fw, key, nil
+	}
 	opts, target := c.fileLayout()
-	fw, err := newFileWriterWith(c.fs, dataPath(c.tbl, dir), c.tbl.Schema(), c.tbl.Spec(), nil, icego.EntryContentData, c.tbl.Properties(), opts, target)
+	fw, err := newFileWriterWith(c.fs, dataPath(c.tbl, partitionPath(spec, c.tbl.Schema(), vals)), c.tbl.Schema(), spec, vals, icego.EntryContentData, c.tbl.Properties(), opts, target)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	c.files[day] = fw
-	return fw, nil
+	c.files[key] = fw
+	return fw, key, nil
 }
 
 // addUnavailable adds the colUnavailable column to a changelog created
@@ -117,7 +136,7 @@ func addUnavailable(ctx context.Context, t *icebergTable) error {
 // whose values are not known (NULL in after), nil when all are.
 func (c *changelog) append(op decode.Op, tx txInfo, seq int64, before, after decode.Tuple, unavailable []string) error {
 	c.changes++
-	fw, err := c.file(utcDay(tx.commitTS))
+	fw, key, err := c.file(op, tx, seq)
 	if err != nil {
 		return err
 	}
@@ -133,7 +152,7 @@ func (c *changelog) append(op decode.Op, tx txInfo, seq int64, before, after dec
 			return err
 		}
 		c.closed = append(c.closed, df)
-		delete(c.files, utcDay(tx.commitTS))
+		delete(c.files, key)
 	}
 	return nil
 }
@@ -200,13 +219,13 @@ func (c *changelog) appendImage(sb *array.StructBuilder, t decode.Tuple) error {
 
 // closeFiles closes the open files (before a schema change).
 func (c *changelog) closeFiles() error {
-	for day, fw := range c.files {
+	for key, fw := range c.files {
 		df, err := fw.close()
 		if err != nil {
 			return err
 		}
 		c.closed = append(c.closed, df)
-		delete(c.files, day)
+		delete(c.files, key)
 	}
 	return nil
 }

@@ -166,9 +166,19 @@ func (l *specLog) append(op decode.Op, xid uint32, seq int64, before, after deco
 		if len(l.sealed) >= specMaxFiles {
 			return fmt.Errorf("%s: more than %d rows: %w", l.c.name(), specMaxFiles*specRowGroupRows, errSpecUnsupported)
 		}
-		dir := "commit_ts_day=" + time.Unix(int64(l.day)*86400, 0).UTC().Format("2006-01-02")
+		// The commit's LSN and time are written at the commit, so the files
+		// can be partitioned by the guessed day of commit_ts only (checked
+		// at the commit), or not at all.
+		spec, sc := l.c.tbl.Spec(), l.c.tbl.Schema()
+		if !dayOnly(spec, sc) {
+			return fmt.Errorf("%s is partitioned by %s: %w", l.c.name(), spec, errSpecUnsupported)
+		}
+		dir := ""
+		if !spec.IsUnpartitioned() {
+			dir = partitionPath(spec, sc, map[int]any{spec.Field(0).FieldID: l.day})
+		}
 		opts, _ := l.c.fileLayout()
-		d, pos, err := newDeferredWriter(l.c.fs, dataPath(l.c.tbl, dir), l.c.tbl.Schema(), l.c.tbl.Spec(), l.c.tbl.Properties(), []string{colLSN, colCommitTS}, opts)
+		d, pos, err := newDeferredWriter(l.c.fs, dataPath(l.c.tbl, dir), sc, spec, l.c.tbl.Properties(), []string{colLSN, colCommitTS}, opts)
 		if err != nil {
 			return err
 		}

@@ -138,6 +138,10 @@ func ChangelogSchema(rel *decode.Relation) (*icego.Schema, error) {
 	return icego.NewSchema(0, fields...), nil
 }
 
+// DefaultChangelogPartition is a changelog's partition spec when the
+// configuration names none, in changelog_partition's syntax.
+const DefaultChangelogPartition = "day(commit_ts)"
+
 // ChangelogSpec partitions a changelog by day of commit_ts.
 func ChangelogSpec(sc *icego.Schema) icego.PartitionSpec {
 	f, _ := sc.FindFieldByName(colCommitTS)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	icego "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/evolution"
@@ -53,6 +54,42 @@ func (s *Sink) openMirror(ctx context.Context, rel *decode.Relation) (*mirror, e
 	}
 	m.indexDisk = s.cfg.KeyIndex // attached by loadIndex or rebuildIndex
 	return m, nil
+}
+
+// openChangelog opens (creating when missing) rel's changelog table cid,
+// partitioned by the configuration's changelog_partition, else by
+// day(commit_ts). A spec another writer set stands while the
+// configuration does not change (see followConfiguredSpec); removing
+// changelog_partition goes back to day(commit_ts).
+func (s *Sink) openChangelog(ctx context.Context, cid table.Identifier, rel *decode.Relation) (*changelog, error) {
+	sc, err := ChangelogSchema(rel)
+	if err != nil {
+		return nil, err
+	}
+	fields := s.cfg.Rules.Policies(rel.QualifiedName()).ChangelogPartition
+	spec := ChangelogSpec(sc)
+	if len(fields) > 0 {
+		if spec, err = ConfiguredSpec(sc, fields); err != nil {
+			return nil, fmt.Errorf("%s changelog_partition: %w", rel.QualifiedName(), err)
+		}
+		if _, err := newChangelogPart(rel.QualifiedName()+"'s changelog", spec, sc); err != nil {
+			return nil, err
+		}
+	}
+	t, err := s.openOwn(ctx, cid, rel, sc, &spec)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := t.tbl.Properties()[PropPartition]; ok && len(fields) == 0 {
+		fields = []string{DefaultChangelogPartition}
+	}
+	if err := t.followConfiguredSpec(ctx, fields); err != nil {
+		return nil, err
+	}
+	if err := addUnavailable(ctx, t); err != nil {
+		return nil, err
+	}
+	return newChangelog(t, rel)
 }
 
 // AddTable opens (creating when missing) the Iceberg tables of rel, reads
@@ -103,21 +140,11 @@ func (s *Sink) AddTable(ctx context.Context, rel *decode.Relation) error {
 		}
 	}
 	if !s.cfg.NoChangelog {
-		sc, err := ChangelogSchema(rel)
+		c, err := s.openChangelog(ctx, cid, rel)
 		if err != nil {
 			return err
 		}
-		spec := ChangelogSpec(sc)
-		t, err := s.openOwn(ctx, cid, rel, sc, &spec)
-		if err != nil {
-			return err
-		}
-		if err := addUnavailable(ctx, t); err != nil {
-			return err
-		}
-		if st.changelog, err = newChangelog(t, rel); err != nil {
-			return err
-		}
+		st.changelog = c
 	}
 	// The copy's LSN is a floor for the mirror's watermark: stream changes
 	// below it are in the copy (an empty copy commits no snapshot to carry

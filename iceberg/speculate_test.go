@@ -8,15 +8,16 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	icego "github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/pg2iceberg/pg2iceberg/decode"
 	"github.com/pg2iceberg/pg2iceberg/parquetx"
 )
 
-// A changelog file written ahead of its commit gets the commit's LSN and
-// time in every row at finish; the file's stats and partition are those of
-// a file written at commit.
-func TestDeferredChangelogFile(t *testing.T) {
+// keyValueChangelog is a table t (id int8 key, v text) and its changelog
+// schema.
+func keyValueChangelog(t *testing.T) (*decode.Relation, *icego.Schema) {
+	t.Helper()
 	rel := &decode.Relation{ID: 1, Schema: "public", Name: "t", Columns: []decode.Column{
 		{Name: "id", TypeOID: 20, TypeName: "int8", Key: true, NotNull: true},
 		{Name: "v", TypeOID: 25, TypeName: "text"},
@@ -25,6 +26,14 @@ func TestDeferredChangelogFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rel, sc
+}
+
+// A changelog file written ahead of its commit gets the commit's LSN and
+// time in every row at finish; the file's stats and partition are those of
+// a file written at commit.
+func TestDeferredChangelogFile(t *testing.T) {
+	rel, sc := keyValueChangelog(t)
 	c := &changelog{icebergTable: &icebergTable{ident: []string{"public", "t__changelog"}}, rel: rel}
 	if err := c.bindTo(sc); err != nil {
 		t.Fatal(err)

@@ -82,7 +82,7 @@ func ParseConfig(path string, data []byte) (*Overrides, error) {
 var (
 	topKeys   = []string{"rules", "tables"}
 	ruleKeys  = []string{"type", "column", "to", "lossy", "zone", "added_later"}
-	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention", "compaction", "properties", "partition", "tiering", "sort", "format_version"}
+	tableKeys = []string{"table", "type_change", "drop_table", "added_later", "retention", "compaction", "properties", "partition", "changelog_partition", "tiering", "sort", "format_version"}
 	// retentionKeys are a tables entry's retention block's.
 	retentionKeys = []string{"max_snapshot_age", "min_snapshots"}
 	boolKeys      = []string{"added_later", "enabled"}
@@ -90,7 +90,7 @@ var (
 	compactionKeys = []string{"enabled", "min_input_files", "max_live_files", "max_delete_files", "delete_ratio", "target_file_size_bytes"}
 	mapKeys        = []string{"properties"} // a map of single values
 	// listKeys are a tables entry's lists of single values.
-	listKeys = []string{"partition", "sort"}
+	listKeys = []string{"partition", "changelog_partition", "sort"}
 	// tieringKeys are those of a tables entry's tiering map.
 	tieringKeys = []string{"column", "cold_after", "cold_location", "storage_class"}
 )

@@ -20,7 +20,7 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown rule key", "rules:\n  - type: numeric\n    to: string\n  - colum: a.b.c\n    to: exclude\n",
 			`configuration:4: rule 2: unknown key "colum" (the keys are type, column, to, lossy, zone, added_later)`},
 		{"unknown table key", "tables:\n  - table: a.b\n    typechange: fail\n",
-			`configuration:3: tables entry 1: unknown key "typechange" (the keys are table, type_change, drop_table, added_later, retention, compaction, properties, partition, tiering, sort, format_version)`},
+			`configuration:3: tables entry 1: unknown key "typechange" (the keys are table, type_change, drop_table, added_later, retention, compaction, properties, partition, changelog_partition, tiering, sort, format_version)`},
 		{"unknown compaction key", "tables:\n  - table: a.b\n    compaction:\n      enable: false\n",
 			`configuration:4: tables entry 1: compaction: unknown key "enable" (the keys are enabled, min_input_files, max_live_files, max_delete_files, delete_ratio, target_file_size_bytes)`},
 		{"compaction enabled not a bool", "tables:\n  - table: a.b\n    compaction:\n      enabled: no way\n",

@@ -82,6 +82,11 @@ type TablePolicies struct {
 	// "truncate(4, name)", "region" for identity). A change applies at
 	// the next start, as a new spec (see iceberg.ParsePartitionField).
 	Partition []string `yaml:"partition"`
+	// ChangelogPartition is the changelog's partition spec, in the same
+	// syntax, over its columns op, lsn, xid, commit_ts and seq; nil keeps
+	// day(commit_ts) (or the spec another writer set). A change applies
+	// at the next start, as a new spec.
+	ChangelogPartition []string `yaml:"changelog_partition"`
 	// Sort is the mirror's sort order, one column a line, optionally with
 	// asc or desc and nulls first or nulls last ("created_at desc"): the
 	// rows of each data file the bridge writes are sorted by it. A change
