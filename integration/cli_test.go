@@ -62,6 +62,9 @@ func TestPreflightErrors(t *testing.T) {
 		{"libpq TCP keywords", pg.SuperURL("postgres") + "&keepalives=1&keepalives_idle=10&keepalives_interval=3&keepalives_count=2&tcp_user_timeout=30000",
 			"nope", []string{`publication "nope" does not exist`}},
 		{"bad TCP keyword", pg.SuperURL("postgres") + "&keepalives_count=many", "shapes_pub", []string{`keepalives_count="many" is not a whole number`}},
+		// pgx's own keywords set the client and are not sent either.
+		{"pgx keywords", pg.SuperURL("postgres") + "&statement_cache_capacity=0&default_query_exec_mode=simple_protocol",
+			"nope", []string{`publication "nope" does not exist`}},
 	}
 	replica := harness.StartPostgresT(t, harness.PostgresOptions{Settings: map[string]string{"wal_level": "replica"}})
 	if err := replica.Exec(ctx, `CREATE TABLE t (id int PRIMARY KEY); CREATE PUBLICATION p FOR TABLE t;`); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,14 +38,62 @@ func SessionParams() map[string]string {
 }
 
 func parseConfig(connURL string, replication bool) (*pgconn.Config, error) {
-	if !connstr.Readable(connURL) {
-		return nil, errors.New("source: the connection string does not parse unambiguously: percent-encode @, / and : in a URL's password (%40, %2F, %3A), or close the quotes of a keyword/value string")
+	if err := checkReadable(connURL); err != nil {
+		return nil, err
 	}
 	cfg, err := pgconn.ParseConfig(connURL)
 	if err != nil {
-		// pgconn's parse errors can echo the string; say only what is wrong.
-		return nil, fmt.Errorf("source %s is not a valid PostgreSQL connection string (postgres://user@host:5432/db, or host=... dbname=...)", connstr.Redact(connURL))
+		return nil, invalidSource(connURL)
 	}
+	// pgx's own keywords set the SQL connection's client (see sqlConfig);
+	// the server would refuse them as settings.
+	for _, k := range pgxParams {
+		delete(cfg.RuntimeParams, k)
+	}
+	return cfg, adjustConfig(cfg, replication)
+}
+
+// pgxParams are the keywords pgx takes from a connection string for
+// itself (pgx.ParseConfig); pgconn leaves them among the settings it
+// sends to the server.
+var pgxParams = []string{"statement_cache_capacity", "description_cache_capacity", "default_query_exec_mode"}
+
+// sqlConfig parses the source's connection string for a SQL connection:
+// pgx takes its own keywords, the rest is as parseConfig's.
+func sqlConfig(connURL string) (*pgx.ConnConfig, error) {
+	if err := checkReadable(connURL); err != nil {
+		return nil, err
+	}
+	cfg, err := pgx.ParseConfig(connURL)
+	if err != nil {
+		for _, k := range pgxParams {
+			if strings.Contains(connURL, k+"=") {
+				return nil, fmt.Errorf("%w; check the value of %s (see pgx's documentation)", invalidSource(connURL), k)
+			}
+		}
+		return nil, invalidSource(connURL)
+	}
+	return cfg, adjustConfig(&cfg.Config, false)
+}
+
+func checkReadable(connURL string) error {
+	if !connstr.Readable(connURL) {
+		return errors.New("source: the connection string does not parse unambiguously: percent-encode @, / and : in a URL's password (%40, %2F, %3A), or close the quotes of a keyword/value string")
+	}
+	return nil
+}
+
+// invalidSource says a connection string does not parse; the parsers'
+// own errors can echo the string, so it says only what is wrong.
+func invalidSource(connURL string) error {
+	return fmt.Errorf("source %s is not a valid PostgreSQL connection string (postgres://user@host:5432/db, or host=... dbname=...)", connstr.Redact(connURL))
+}
+
+// adjustConfig sets what every connection of the bridge's has: a connect
+// timeout, the TCP timeouts (from libpq's keywords, which it takes out of
+// the settings), the session settings and, for a replication connection,
+// replication=database.
+func adjustConfig(cfg *pgconn.Config, replication bool) error {
 	if cfg.ConnectTimeout == 0 {
 		// libpq waits forever by default; a connection attempt into a
 		// dead path (a half-open network) would hang a reconnect.
@@ -52,7 +101,7 @@ func parseConfig(connURL string, replication bool) (*pgconn.Config, error) {
 	}
 	tcp, err := tcpFromParams(cfg.RuntimeParams)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cfg.DialFunc = tcp.dialer().DialContext
 	for k, v := range sessionParams {
@@ -61,7 +110,7 @@ func parseConfig(connURL string, replication bool) (*pgconn.Config, error) {
 	if replication {
 		cfg.RuntimeParams["replication"] = "database"
 	}
-	return cfg, nil
+	return nil
 }
 
 // DefaultConnectTimeout bounds a connection attempt whose connection
@@ -107,20 +156,15 @@ func connectCopy(ctx context.Context, connURL string) (*pgx.Conn, error) {
 }
 
 func connect(ctx context.Context, connURL string, readBuffer int) (*pgx.Conn, error) {
-	pc, err := parseConfig(connURL, false)
+	cfg, err := sqlConfig(connURL)
 	if err != nil {
 		return nil, err
 	}
 	if readBuffer > 0 {
-		pc.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
+		cfg.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
 			return pgproto3.NewFrontend(bufio.NewReaderSize(r, readBuffer), w)
 		}
 	}
-	cfg, err := pgx.ParseConfig(connURL)
-	if err != nil {
-		return nil, fmt.Errorf("source %s is not a valid PostgreSQL connection string", connstr.Redact(connURL))
-	}
-	cfg.Config = *pc
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, connectError(connURL, err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pg2iceberg/pg2iceberg/decode"
@@ -31,6 +32,36 @@ func TestParseConfig(t *testing.T) {
 		if got, want := cfg.RuntimeParams["replication"], map[bool]string{true: "database"}[repl]; got != want {
 			t.Errorf("parseConfig(replication %v): replication = %q, want %q", repl, got, want)
 		}
+	}
+}
+
+// pgx's own keywords (statement_cache_capacity, description_cache_capacity,
+// default_query_exec_mode) configure the client: they never reach the
+// server as settings, which refuses them (SQLSTATE 42704), on the SQL
+// connection (where pgx takes them) nor on the replication connection.
+func TestPgxKeywordsNotSent(t *testing.T) {
+	url := "postgres://app:" + secret + "@db.example/shop?statement_cache_capacity=0&description_cache_capacity=0&default_query_exec_mode=simple_protocol"
+	cfg, err := sqlConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DefaultQueryExecMode != pgx.QueryExecModeSimpleProtocol || cfg.StatementCacheCapacity != 0 {
+		t.Errorf("sqlConfig: exec mode %v, statement cache %d; want simple_protocol and 0 from the URL", cfg.DefaultQueryExecMode, cfg.StatementCacheCapacity)
+	}
+	repl, err := parseConfig(url, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range pgxParams {
+		if v, ok := cfg.RuntimeParams[k]; ok {
+			t.Errorf("the SQL connection sends %s=%s to the server", k, v)
+		}
+		if v, ok := repl.RuntimeParams[k]; ok {
+			t.Errorf("the replication connection sends %s=%s to the server", k, v)
+		}
+	}
+	if _, err := sqlConfig("postgres://app:" + secret + "@db.example/shop?default_query_exec_mode=fast"); err == nil || !strings.Contains(err.Error(), "default_query_exec_mode") || strings.Contains(err.Error(), secret) {
+		t.Errorf("a bad default_query_exec_mode: %v, want an error naming it, without the password", err)
 	}
 }
 
