@@ -65,6 +65,12 @@ func TestPreflightErrors(t *testing.T) {
 		// pgx's own keywords set the client and are not sent either.
 		{"pgx keywords", pg.SuperURL("postgres") + "&statement_cache_capacity=0&default_query_exec_mode=simple_protocol",
 			"nope", []string{`publication "nope" does not exist`}},
+		// libpq's keywords pgx lacks: dropped where harmless, else refused
+		// by name (the server would say "unrecognized configuration
+		// parameter").
+		{"libpq keywords pgx lacks", pg.SuperURL("postgres") + "&gssencmode=disable&fallback_application_name=psql",
+			"nope", []string{`publication "nope" does not exist`}},
+		{"libpq keyword refused", pg.SuperURL("postgres") + "&sslcrl=/etc/crl.pem", "shapes_pub", []string{"sslcrl is a libpq keyword", "take it out of the connection string"}},
 	}
 	replica := harness.StartPostgresT(t, harness.PostgresOptions{Settings: map[string]string{"wal_level": "replica"}})
 	if err := replica.Exec(ctx, `CREATE TABLE t (id int PRIMARY KEY); CREATE PUBLICATION p FOR TABLE t;`); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,6 +90,44 @@ func invalidSource(connURL string) error {
 	return fmt.Errorf("source %s is not a valid PostgreSQL connection string (postgres://user@host:5432/db, or host=... dbname=...)", connstr.Redact(connURL))
 }
 
+// libpqOnly are libpq's keywords that pgx neither implements nor keeps
+// out of the settings it sends to the server (which refuses them), with
+// a hint where there is a way to get what the keyword asks.
+var libpqOnly = map[string]string{
+	"hostaddr":                 " (give the address as host)",
+	"sslcrl":                   " (certificate revocation lists are not checked)",
+	"sslcrldir":                " (certificate revocation lists are not checked)",
+	"sslcompression":           "",
+	"ssl_min_protocol_version": " (the driver accepts TLS 1.2 and newer)",
+	"ssl_max_protocol_version": "",
+	"requirepeer":              "",
+	"gsslib":                   "",
+	"gssdelegation":            "",
+	"load_balance_hosts":       " (list the hosts in the order to try them)",
+}
+
+// dropLibpqOnly takes libpq's keywords that pgx does not implement out of
+// params: gssencmode disable or prefer (pgx never encrypts with GSSAPI;
+// prefer falls back as libpq does where GSSAPI is unavailable) and
+// fallback_application_name (the bridge names itself) are dropped; the
+// others are refused, naming the keyword.
+func dropLibpqOnly(params map[string]string) error {
+	switch v, ok := params["gssencmode"]; {
+	case !ok:
+	case v == "disable" || v == "prefer":
+		delete(params, "gssencmode")
+	default:
+		return fmt.Errorf("source: gssencmode=%s: GSSAPI encryption is not supported by pg2iceberg's PostgreSQL driver; use sslmode=verify-full for an encrypted connection, or gssencmode=disable", v)
+	}
+	delete(params, "fallback_application_name")
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		if hint, ok := libpqOnly[k]; ok {
+			return fmt.Errorf("source: %s is a libpq keyword that pg2iceberg's PostgreSQL driver (pgx) does not implement%s; take it out of the connection string", k, hint)
+		}
+	}
+	return nil
+}
+
 // adjustConfig sets what every connection of the bridge's has: a connect
 // timeout, the TCP timeouts (from libpq's keywords, which it takes out of
 // the settings), the session settings and, for a replication connection,
@@ -101,6 +140,9 @@ func adjustConfig(cfg *pgconn.Config, replication bool) error {
 	}
 	tcp, err := tcpFromParams(cfg.RuntimeParams)
 	if err != nil {
+		return err
+	}
+	if err := dropLibpqOnly(cfg.RuntimeParams); err != nil {
 		return err
 	}
 	cfg.DialFunc = tcp.dialer().DialContext

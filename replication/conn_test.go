@@ -65,6 +65,41 @@ func TestPgxKeywordsNotSent(t *testing.T) {
 	}
 }
 
+// libpq's keywords that pgx does not implement: the harmless ones are
+// dropped (gssencmode disable or prefer, fallback_application_name), the
+// others refused naming the keyword, before the server refuses them as
+// unknown settings.
+func TestLibpqOnlyKeywords(t *testing.T) {
+	base := "postgres://app:" + secret + "@db.example/shop?"
+	for _, q := range []string{"gssencmode=disable", "gssencmode=prefer", "fallback_application_name=psql"} {
+		for _, repl := range []bool{false, true} {
+			cfg, err := parseConfig(base+q, repl)
+			if err != nil {
+				t.Errorf("parseConfig(%s, replication %v): %v, want it accepted", q, repl, err)
+				continue
+			}
+			k, _, _ := strings.Cut(q, "=")
+			if v, ok := cfg.RuntimeParams[k]; ok {
+				t.Errorf("parseConfig(%s): sends %s=%s to the server", q, k, v)
+			}
+		}
+		if _, err := sqlConfig(base + q); err != nil {
+			t.Errorf("sqlConfig(%s): %v, want it accepted", q, err)
+		}
+	}
+	for _, tc := range []struct{ q, want string }{
+		{"gssencmode=require", "gssencmode=require: GSSAPI encryption"},
+		{"sslcrl=/etc/crl.pem", "sslcrl is a libpq keyword"},
+		{"hostaddr=10.0.0.1", "hostaddr is a libpq keyword"},
+		{"load_balance_hosts=random", "load_balance_hosts is a libpq keyword"},
+	} {
+		_, err := parseConfig(base+tc.q, false)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), secret) {
+			t.Errorf("parseConfig(%s) = %v, want an error saying %q, without the password", tc.q, err, tc.want)
+		}
+	}
+}
+
 func TestParseConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ name, conn, want string }{
 		{"ambiguous URL", "postgres://app:a@b" + secret + "@db/shop", "percent-encode @"},
