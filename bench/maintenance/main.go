@@ -30,7 +30,7 @@ func main() {
 	bin := flag.String("bin", "bin/pg2iceberg", "the bridge binary")
 	flushes := flag.Int("flushes", 180, "one-second flushes of random changes per run (3600: an hour)")
 	rows := flag.Int("rows", 20000, "rows in the table at the start")
-	backlog := flag.Int("backlog", 20000, "changes in the catch-up backlog (throughput figure)")
+	backlog := flag.Int("backlog", 200000, "changes in the catch-up backlog (throughput figure; large enough that compactions run during the catch-up)")
 	flag.Parse()
 	if err := run(context.Background(), *bin, *flushes, *rows, *backlog); err != nil {
 		fmt.Fprintln(os.Stderr, "maintenance bench:", err)
@@ -60,8 +60,8 @@ func run(ctx context.Context, bin string, flushes, rows, backlog int) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("compaction %-3s: %d flushes: %d live files, pyiceberg full scan %.2fs (median of 3); backlog of %d changes caught up at %.0f changes/s\n",
-			onOff(on), flushes, r.live, r.scan.Seconds(), backlog, r.rate)
+		fmt.Printf("compaction %-3s: %d flushes: caught up %.1fs after the load; %d live files, pyiceberg full scan %.2fs (median of 3); backlog of %d changes caught up at %.0f changes/s (%d commits, %d compactions installed meanwhile)\n",
+			onOff(on), flushes, r.behind.Seconds(), r.live, r.scan.Seconds(), backlog, r.rate, r.flushesCU, r.compactions)
 		if !on {
 			cpu, gb, err := maintainCPU(bin, r.wh, r.cat)
 			if err != nil {
@@ -86,6 +86,9 @@ type result struct {
 	live    int
 	scan    time.Duration
 	rate    float64
+	behind  time.Duration // from the load's end until the slot confirmed it
+	// compactions installed during the catch-up, and its commits
+	compactions, flushesCU int
 	wh, cat string
 }
 
@@ -105,7 +108,7 @@ func oneRun(ctx context.Context, pg *harness.Postgres, bin, tmp string, on bool,
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, fmt.Sprintf(`CREATE TABLE items (id int PRIMARY KEY, n int, v text);
 		INSERT INTO items SELECT g, g, md5(g::text) FROM generate_series(1, %d) g;
-		CREATE PUBLICATION p FOR TABLE items;`, rows)); err != nil {
+		CREATE PUBLICATION %[2]s FOR TABLE items;`, rows, name)); err != nil {
 		return result{}, err
 	}
 	dir := filepath.Join(tmp, name)
@@ -115,7 +118,7 @@ func oneRun(ctx context.Context, pg *harness.Postgres, bin, tmp string, on bool,
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("tables:\n  - table: public.items\n    compaction:\n      enabled: %v\n", on)), 0o644); err != nil {
 		return r, err
 	}
-	args := []string{"run", "--source", pg.SuperURL(db), "--publication", "p", "--flush-interval", "1s", "--warehouse", r.wh, "--catalog", r.cat, "--config", cfg}
+	args := []string{"run", "--source", pg.SuperURL(db), "--publication", name, "--flush-interval", "1s", "--warehouse", r.wh, "--catalog", r.cat, "--config", cfg}
 	b, err := start(bin, filepath.Join(dir, "bridge.log"), args...)
 	if err != nil {
 		return r, err
@@ -131,9 +134,14 @@ func oneRun(ctx context.Context, pg *harness.Postgres, bin, tmp string, on bool,
 		}
 		time.Sleep(time.Until(tick.Add(time.Second)))
 	}
-	if err := caughtUp(ctx, conn, time.Minute); err != nil {
+	// Without compaction each commit costs more than the last (more
+	// manifests and delete files), so the stream may end the load behind:
+	// how far is a figure too.
+	t0 := time.Now()
+	if err := caughtUp(ctx, conn, 15*time.Minute); err != nil {
 		return r, err
 	}
+	r.behind = time.Since(t0)
 	stop(b)
 	if r.live, r.scan, err = scan(r.wh, r.cat); err != nil {
 		return r, err
@@ -155,8 +163,11 @@ func oneRun(ctx context.Context, pg *harness.Postgres, bin, tmp string, on bool,
 			return r, err
 		}
 	}
-	t0 := time.Now()
-	if b, err = start(bin, filepath.Join(dir, "bridge2.log"), args...); err != nil {
+	// Flushes of at most 256 KiB of Parquet make the catch-up commit
+	// about one file per 2,000 changes, so compactions fall due (and run)
+	// while it streams, in the run with compaction on.
+	t0 = time.Now()
+	if b, err = start(bin, filepath.Join(dir, "bridge2.log"), append(args, "--flush-bytes", "262144")...); err != nil {
 		return r, err
 	}
 	if err := caughtUp(ctx, conn, 10*time.Minute); err != nil {
@@ -165,7 +176,9 @@ func oneRun(ctx context.Context, pg *harness.Postgres, bin, tmp string, on bool,
 	r.rate = float64(backlog) / time.Since(t0).Seconds()
 	stop(b)
 	logs, _ := os.ReadFile(filepath.Join(dir, "bridge2.log"))
-	logf("%s: catch-up installed %d compactions", name, strings.Count(string(logs), "compaction installed"))
+	r.compactions = strings.Count(string(logs), `msg="compaction installed"`)
+	r.flushesCU = strings.Count(string(logs), `msg="batch committed"`)
+	logf("%s: catch-up installed %d compactions", name, r.compactions)
 	return r, nil
 }
 
