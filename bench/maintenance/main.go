@@ -83,13 +83,13 @@ func onOff(on bool) string {
 }
 
 type result struct {
-	live    int
-	scan    time.Duration
-	rate    float64
-	behind  time.Duration // from the load's end until the slot confirmed it
+	live   int
+	scan   time.Duration
+	rate   float64
+	behind time.Duration // from the load's end until the slot confirmed it
 	// compactions installed during the catch-up, and its commits
 	compactions, flushesCU int
-	wh, cat string
+	wh, cat                string
 }
 
 // oneRun streams flushes seconds of random changes into a fresh table,
